@@ -1,0 +1,161 @@
+"""The `factory` command. Each verb is a thin call into the library; heavy imports happen lazily
+so `factory --help` stays fast."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    help="Agent World Factory: build executable tool-use environments, tasks and verifiers.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+import_app = typer.Typer(help="Import environments from other systems.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _print_json(value: Any) -> None:
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _parse_args_json(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        _fail(f"--args is not valid JSON: {e}", 2)
+    if not isinstance(value, dict):
+        _fail("--args must be a JSON object of argument names to values", 2)
+    return value
+
+
+@app.command("topics")
+def topics_cmd(
+    source: Annotated[
+        Path | None,
+        typer.Option(help="Read topics from this file (MCP tools/list, server.json, OpenAPI) instead."),
+    ] = None,
+) -> None:
+    """List the bundled catalog's topics (or those of a source file)."""
+    from factory.topics import load_source, load_catalog
+
+    topics = load_source(source) if source else load_catalog()
+    for t in topics:
+        typer.echo(f"{t.id:32} {len(t.tools):3} tools  {t.title}")
+    typer.echo(f"{len(topics)} topics", err=True)
+
+
+@app.command("taxonomy")
+def taxonomy_cmd() -> None:
+    """Build the three-level taxonomy of the bundled catalog and print it as JSON."""
+    from factory.topics import build_taxonomy, load_catalog
+
+    _print_json(build_taxonomy(load_catalog()))
+
+
+@app.command("build-env")
+def build_env_cmd(
+    source: Annotated[str, typer.Argument(help="A catalog topic id, an OpenAPI file or an MCP tools/list file.")],
+    out: Annotated[Path, typer.Option(help="Directory to write the bundle to.")],
+    seed: Annotated[int, typer.Option(help="Seed for data and code generation.")] = 0,
+    backend: Annotated[str, typer.Option(help="State backend: sqlite or files.")] = "sqlite",
+) -> None:
+    """Build an environment bundle and gate it. Exit 0 when the gate keeps it."""
+    from factory.envs.build import build_env
+    from factory.topics import SourceError
+
+    if backend not in ("sqlite", "files"):
+        _fail(f"--backend must be sqlite or files, not {backend!r}", 2)
+    try:
+        report = build_env(source, out, seed=seed, backend=backend)
+    except SourceError as e:
+        _fail(str(e), 2)
+    _report_gate(out, report)
+
+
+def _report_gate(out: Path, report: Any) -> None:
+    for name, tr in sorted(report.tools.items()):
+        mark = "kept" if tr.kept else "DROPPED"
+        typer.echo(f"  {name:32} {tr.passed}/{tr.cases} tests  {mark}")
+    if report.kept:
+        typer.echo(f"kept: {len(report.kept_tools)} tools -> {out}")
+        return
+    _fail("gate rejected the environment: " + "; ".join(report.reasons))
+
+
+@app.command("complexify")
+def complexify_cmd(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory to complexify.")],
+    seed: Annotated[int, typer.Option(help="Seed choosing the change.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Where to write the new version (default: BUNDLE-v<N>).")] = None,
+) -> None:
+    """Add rows, a related entity or a constraint; re-gate; write a new bundle version."""
+    from factory.mining.complexify import complexify
+
+    new_path, report = complexify(bundle, seed=seed, out=out)
+    _report_gate(new_path, report)
+
+
+@app.command("call")
+def call_cmd(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
+    tool: Annotated[str, typer.Argument(help="Tool name.")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+) -> None:
+    """Call one tool in a fresh session; print the result as JSON; exit 1 on an error result."""
+    from factory.envs.runtime import Environment
+
+    arguments = _parse_args_json(args)
+    with Environment.open(bundle) as env, env.session() as session:
+        result = session.call(tool, arguments)
+    if result.ok:
+        _print_json(result.value)
+        return
+    _print_json({"error": result.error.model_dump() if result.error else None})
+    raise typer.Exit(1)
+
+
+@app.command("serve")
+def serve_cmd(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
+    http: Annotated[
+        str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")
+    ] = None,
+) -> None:
+    """Serve one environment over MCP (stdio, or streamable HTTP). One MCP session = one env session."""
+    from factory.envs.mcp_server import serve
+
+    serve(bundle, http=http)
+
+
+@import_app.command("agent-world")
+def import_agent_world_cmd(
+    env_dir: Annotated[Path, typer.Argument(help="environment_mix/<id> directory of the Agent-World release.")],
+    out: Annotated[Path, typer.Option(help="Directory to write the bundle to.")],
+) -> None:
+    """Turn an Agent-World release environment into a files-backend bundle."""
+    from factory.envs.importers import AgentWorldImportError, import_agent_world
+
+    try:
+        report = import_agent_world(env_dir, out)
+    except AgentWorldImportError as e:
+        _fail(str(e), 2)
+    _report_gate(out, report)
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:
+        sys.exit(1)

@@ -1,0 +1,345 @@
+"""Typed artifacts shared by every stage (DESIGN.md, "The central contracts").
+
+Every model here is what crosses a boundary: a file in FACTORY_HOME, a CLI output, a message
+between the orchestrator and a sandbox worker. Keep them plain data: no behaviour beyond
+small derived helpers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+JsonSchema = dict[str, Any]
+Generator = str  # "procedural" or "llm:<model>"
+
+
+class Model(BaseModel):
+    """Base for artifacts: unknown keys are errors, so a malformed file is caught where it is read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Lineage(Model):
+    """Where an artifact came from: enough to say whether a rerun would change it."""
+
+    stage: str
+    code_version: str
+    inputs: dict[str, str] = Field(default_factory=dict)  # input name -> content hash
+    round: int = 0
+    generator: Generator = "procedural"
+    guideline_id: str | None = None
+
+
+# --- topics and taxonomy -------------------------------------------------------------------
+
+
+OperationKind = Literal["list", "get", "search", "create", "update", "delete", "aggregate", "action"]
+
+
+class ToolOperation(Model):
+    """What a tool does to which entity; the offline generator writes code from this."""
+
+    kind: OperationKind
+    entity: str  # entity name (singular, snake_case), e.g. "order"
+    # For kind="action": a short verb naming a business operation (e.g. "restock", "transfer").
+    action: str | None = None
+
+
+class ToolSpec(Model):
+    """One tool as an MCP server or API offers it."""
+
+    name: str
+    description: str
+    parameters: JsonSchema = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    output: JsonSchema | None = None  # JSON schema of a successful result, when known
+    mutates: bool = False
+    operation: ToolOperation | None = None
+
+
+FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime"]
+
+
+class FieldSpec(Model):
+    """A column of an entity. `format` refines values (email, money, phone, url, uuid, name...)."""
+
+    name: str
+    type: FieldType = "string"
+    format: str | None = None
+    enum: list[str] | None = None
+    required: bool = False
+    unique: bool = False
+    primary_key: bool = False
+    references: str | None = None  # "entity.field" for a foreign key
+    description: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+class EntitySpec(Model):
+    """A table (sqlite backend) or a collection (files backend)."""
+
+    name: str  # singular snake_case, e.g. "order"
+    table: str  # plural snake_case, e.g. "orders"
+    fields: list[FieldSpec]
+    primary_key: str = "id"
+    description: str = ""
+    # Invariants the topic implies, as plain rules the generator understands,
+    # e.g. {"kind": "non_negative", "field": "stock"}.
+    rules: list[dict[str, Any]] = Field(default_factory=list)
+
+
+TopicSource = Literal["catalog", "mcp", "mcp-registry", "openapi", "prd", "agent-world"]
+
+
+class Topic(Model):
+    """A real-world service to build an environment for."""
+
+    id: str  # slug
+    title: str
+    description: str
+    source: TopicSource = "catalog"
+    category_hint: str | None = None  # a catalog's own l1 grouping, if it has one
+    tools: list[ToolSpec]
+    entities: list[EntitySpec] = Field(default_factory=list)  # known entities (OpenAPI); else inferred
+    origin: str | None = None  # file path or URL the topic was read from
+
+
+class TaxonomyPath(Model):
+    l1: str
+    l2: str
+    l3: str
+
+
+class TaxonomyNode(Model):
+    slug: str
+    title: str
+    children: list[TaxonomyNode] = Field(default_factory=list)
+
+
+class TopicMerge(Model):
+    kept: str
+    merged: str
+    similarity: float
+
+
+class Taxonomy(Model):
+    """Three levels of slugs; l1 slugs are the Dagster `category` partition keys."""
+
+    roots: list[TaxonomyNode]
+    assignments: dict[str, TaxonomyPath]  # topic id -> path
+    merges: list[TopicMerge] = Field(default_factory=list)
+    merge_threshold: float = 0.85
+    lineage: Lineage | None = None
+
+    def categories(self) -> list[str]:
+        return [r.slug for r in self.roots]
+
+
+# --- environments --------------------------------------------------------------------------
+
+
+StateBackend = Literal["sqlite", "files"]
+
+
+class EnvSpec(Model):
+    """env.json of an environment bundle."""
+
+    id: str
+    title: str
+    topic_id: str
+    taxonomy: TaxonomyPath | None = None
+    description: str
+    backend: StateBackend = "sqlite"
+    tools: list[ToolSpec]
+    entities: list[EntitySpec] = Field(default_factory=list)
+    seed: int = 0
+    version: int = 1
+    parent: str | None = None  # content hash of the bundle this one was complexified from
+    # State columns a verifier ignores (timestamps, audit logs): "table.column" or "table.*".
+    bookkeeping: list[str] = Field(default_factory=list)
+    lineage: Lineage | None = None
+
+    def tool(self, name: str) -> ToolSpec:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+class TestExpect(Model):
+    """What a test case expects: an error code, or success whose result contains `match`."""
+
+    ok: bool = True
+    error_code: str | None = None
+    match: Any = None  # subset the result must contain (dict keys / list item / scalar equality)
+    count: int | None = None  # exact number of items in a list result (or result["items"])
+
+
+class TestCase(Model):
+    __test__ = False  # not a pytest class
+
+    tool: str
+    args: dict[str, Any]
+    expect: TestExpect
+    name: str = ""
+
+
+class ToolReport(Model):
+    cases: int
+    passed: int
+    accuracy: float
+    kept: bool
+    failures: list[str] = Field(default_factory=list)
+
+
+class GateReport(Model):
+    """report.json: the gate's verdict on an environment."""
+
+    compiled: bool
+    compile_error: str | None = None
+    tools: dict[str, ToolReport] = Field(default_factory=dict)
+    kept_tools: list[str] = Field(default_factory=list)
+    kept: bool
+    reasons: list[str] = Field(default_factory=list)
+    threshold: float = 0.5
+
+
+# --- runtime -------------------------------------------------------------------------------
+
+
+class ToolError(Model):
+    code: str
+    message: str
+
+
+class ToolResult(Model):
+    """The result of one `session.call`.
+
+    `error` is set when the call failed. `env_error` separates environment faults (crash, timeout,
+    sandbox limit) from errors the tool returned on purpose for bad input, which an agent must handle.
+    """
+
+    ok: bool
+    value: Any = None
+    error: ToolError | None = None
+    env_error: bool = False
+    wall_ms: float = 0.0
+
+
+class Snapshot(Model):
+    """A read-only state: table/collection name -> rows (each row a dict), sorted by primary key."""
+
+    tables: dict[str, list[dict[str, Any]]]
+
+
+# --- tasks and verifiers -------------------------------------------------------------------
+
+
+TaskKind = Literal["graph", "program"]
+Split = Literal["train", "arena", "heldout"]
+
+
+class ToolCall(Model):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class RubricCheck(Model):
+    """One check of a rubric verifier.
+
+    kind: "answer_contains" (value must appear in the answer), "row_exists" (a row of `table`
+    matching `where` exists in the final state), "row_absent", "field_equals" (row matching `where`
+    has `field` == `value`).
+    """
+
+    kind: Literal["answer_contains", "row_exists", "row_absent", "field_equals"]
+    value: Any = None
+    table: str | None = None
+    where: dict[str, Any] | None = None
+    field: str | None = None
+    description: str = ""
+
+
+class Difficulty(Model):
+    chain_length: int = 1
+    weak_edge_share: float = 0.0
+    obscured: bool = False
+    pagination: bool = False
+    constraints: list[str] = Field(default_factory=list)
+
+
+class Origin(Model):
+    round: int = 0
+    guideline_id: str | None = None
+
+
+class Task(Model):
+    id: str
+    env_id: str
+    kind: TaskKind
+    question: str
+    answer: Any = None
+    gold: list[ToolCall] | str  # tool-call chain (graph) or program source (program)
+    rubric: list[RubricCheck] = Field(default_factory=list)
+    verifier: str | None = None  # source defining verify(initial, final, answer) -> dict
+    difficulty: Difficulty = Field(default_factory=Difficulty)
+    capabilities: list[str] = Field(default_factory=list)
+    mutates: bool = False
+    split: Split = "train"
+    origin: Origin = Field(default_factory=Origin)
+    lineage: Lineage | None = None
+
+
+class CheckResult(Model):
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+class Verdict(Model):
+    passed: bool
+    score: float
+    checks: list[CheckResult] = Field(default_factory=list)
+
+
+class Trajectory(Model):
+    """What an agent did on a task, as the verifier replays it."""
+
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    final_answer: str | None = None
+
+
+class Rollout(Model):
+    """A row of the rollouts table."""
+
+    task_id: str
+    env_id: str
+    policy_id: str
+    round: int = 0
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    final_answer: str | None = None
+    reward: float = 0.0
+    verdict: Verdict | None = None
+    env_errors: list[str] = Field(default_factory=list)
+    turns: int = 0
+    wall_s: float = 0.0
+
+
+class Guideline(Model):
+    id: str
+    category: str
+    capability: str
+    knobs: dict[str, Any] = Field(default_factory=dict)
+    evidence: list[str] = Field(default_factory=list)  # trajectory / task ids
+
+
+class Diagnosis(Model):
+    round: int
+    failure_rate_by_env: dict[str, float]
+    failure_rate_by_category: dict[str, float]
+    weak_envs: list[str]
+    guidelines: list[Guideline]
+    lineage: Lineage | None = None
