@@ -36,15 +36,37 @@ class Lineage(Model):
 
 
 OperationKind = Literal["list", "get", "search", "create", "update", "delete", "aggregate", "action"]
+ActionKind = Literal["increment", "decrement", "transition", "transfer"]
 
 
 class ToolOperation(Model):
-    """What a tool does to which entity; the offline generator writes code from this."""
+    """What a tool does to which entity; the offline generator writes code from this.
+
+    Semantics (the contract between entity inference and code generation):
+    - list: optional exact-match filters named like fields, `min_<f>`/`max_<f>` range filters on
+      numbers and dates, `limit` (default 20, at most 100) and `offset`; returns
+      `{"items": [...], "total": n, "next_offset": int | None}`.
+    - search: `query` (case-insensitive substring over text fields) + `limit`/`offset`; same shape.
+    - get: `<entity>_id`; returns the record, or error `not_found`.
+    - create: fields as parameters; returns the created record including its new id.
+    - update: `<entity>_id` + optional fields; returns the updated record.
+    - delete: `<entity>_id`; returns `{"deleted": true, "<entity>_id": id}`; error `conflict`
+      while other rows reference it.
+    - aggregate: optional filters, `field` (numeric, for sum/avg/min/max) and `group_by`; returns
+      `{"count", "sum", "avg", "min", "max"}` or `{"groups": [{<group_by>: v, "count", ...}]}`.
+    - action: see `action`; `field` is the entity field it changes, `amount_param` the parameter
+      holding the amount (increment, decrement, transfer), `to_value`/`from_values` the status
+      change (transition). transfer moves `amount_param` of `field` between two rows named by the
+      parameters `from_<entity>_id` and `to_<entity>_id`.
+    """
 
     kind: OperationKind
     entity: str  # entity name (singular, snake_case), e.g. "order"
-    # For kind="action": a short verb naming a business operation (e.g. "restock", "transfer").
-    action: str | None = None
+    action: ActionKind | None = None
+    field: str | None = None
+    amount_param: str | None = None
+    to_value: str | None = None
+    from_values: list[str] | None = None
 
 
 class ToolSpec(Model):
@@ -77,6 +99,24 @@ class FieldSpec(Model):
     maximum: float | None = None
 
 
+class Rule(Model):
+    """A business invariant the topic implies; generated tool code enforces it.
+
+    - non_negative: `field` of this entity never goes below 0 (stock, balance, seats_available);
+      a write that would break it fails with error `insufficient_<field>`.
+    - consumes: creating a row of this entity with quantity `field` subtracts it from `target`
+      ("entity.field") on the row this one references by foreign key; fails with
+      `insufficient_<target field>` when not enough is left (an order cannot exceed supply, a
+      purchase cannot exceed the budget). Deleting the row gives it back.
+    - unique_together: `fields` may not repeat across rows.
+    """
+
+    kind: Literal["non_negative", "consumes", "unique_together"]
+    field: str | None = None
+    target: str | None = None
+    fields: list[str] | None = None
+
+
 class EntitySpec(Model):
     """A table (sqlite backend) or a collection (files backend)."""
 
@@ -85,9 +125,7 @@ class EntitySpec(Model):
     fields: list[FieldSpec]
     primary_key: str = "id"
     description: str = ""
-    # Invariants the topic implies, as plain rules the generator understands,
-    # e.g. {"kind": "non_negative", "field": "stock"}.
-    rules: list[dict[str, Any]] = Field(default_factory=list)
+    rules: list[Rule] = Field(default_factory=list)
 
 
 TopicSource = Literal["catalog", "mcp", "mcp-registry", "openapi", "prd", "agent-world"]
