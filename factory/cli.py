@@ -48,7 +48,7 @@ def topics_cmd(
     ] = None,
 ) -> None:
     """List the bundled catalog's topics (or those of a source file)."""
-    from factory.topics import load_source, load_catalog
+    from factory.topics import load_catalog, load_source
 
     topics = load_source(source) if source else load_catalog()
     for t in topics:
@@ -129,9 +129,7 @@ def call_cmd(
 @app.command("serve")
 def serve_cmd(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
-    http: Annotated[
-        str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")
-    ] = None,
+    http: Annotated[str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
 ) -> None:
     """Serve one environment over MCP (stdio, or streamable HTTP). One MCP session = one env session."""
     from factory.envs.mcp_server import serve
