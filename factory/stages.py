@@ -1,0 +1,184 @@
+"""Per-environment stage runner: input hashing, reuse of unchanged work, atomic outputs, progress.
+
+A category stage (databases, tool code, tasks, ...) does the same thing for every environment of
+the category. This module owns the bookkeeping around it so the stage functions stay small:
+an environment whose inputs hash is unchanged is reused as it is (nothing written, no tokens
+spent), every output directory is built aside and swapped in whole, and the stage manifest,
+whose content hash is the Dagster data version, is rewritten only when something changed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from factory.models import Lineage, Model
+from factory.store import (
+    Store,
+    atomic_dir,
+    canonical_json,
+    dir_content_hash,
+    hash_value,
+    read_json,
+    sha256_bytes,
+    write_bytes_atomic,
+)
+
+MANIFEST = "manifest.json"
+
+Progress = Callable[[int, int, str], None]
+
+
+class EnvOutcome(Model):
+    """What a stage did for one environment."""
+
+    env_id: str
+    kept: bool = True
+    reason: str | None = None
+    counts: dict[str, float] = Field(default_factory=dict)
+    inputs_hash: str = ""
+    content_hash: str = ""
+
+
+class StageManifest(Model):
+    """The record of a stage for one category; its hash is the asset's data version."""
+
+    stage: str
+    category: str
+    envs: dict[str, EnvOutcome] = Field(default_factory=dict)
+    lineage: Lineage
+
+    @property
+    def kept(self) -> list[str]:
+        return sorted(e for e, o in self.envs.items() if o.kept)
+
+
+@dataclass
+class EnvWork:
+    """One environment's job: its inputs (hashed to decide reuse) and how to build its output."""
+
+    env_id: str
+    inputs: dict[str, Any]
+    build: Callable[[Path], EnvOutcome]
+
+
+@dataclass
+class StageRun:
+    manifest: StageManifest
+    data_version: str
+    rebuilt: list[str]
+    reused: list[str]
+    wrote_manifest: bool
+
+
+def stage_dir(store: Store, stage: str, category: str) -> Path:
+    return store.artifact_dir(stage, category)
+
+
+def load_manifest(store: Store, stage: str, category: str) -> StageManifest | None:
+    p = stage_dir(store, stage, category) / MANIFEST
+    if not p.is_file():
+        return None
+    return StageManifest.model_validate(read_json(p))
+
+
+def require_manifest(store: Store, stage: str, category: str) -> StageManifest:
+    """The upstream stage's manifest, or a clear error saying what to materialize first."""
+    m = load_manifest(store, stage, category)
+    if m is None:
+        raise FileNotFoundError(
+            f"no {stage} artifacts for category {category!r} under {store.artifacts}: materialize {stage} first"
+        )
+    return m
+
+
+def manifest_hash(store: Store, stage: str, category: str) -> str:
+    return sha256_bytes((stage_dir(store, stage, category) / MANIFEST).read_bytes())
+
+
+def run_stage(
+    store: Store,
+    stage: str,
+    category: str,
+    code_version: str,
+    work: Iterable[EnvWork],
+    *,
+    upstream: dict[str, str] | None = None,
+    progress: Progress | None = None,
+    round: int = 0,
+    generator: str = "procedural",
+) -> StageRun:
+    """Run `work` for a category, reusing environments whose inputs (and code version) are unchanged."""
+    root = stage_dir(store, stage, category)
+    previous = load_manifest(store, stage, category)
+    jobs = list(work)
+    outcomes: dict[str, EnvOutcome] = {}
+    rebuilt: list[str] = []
+    reused: list[str] = []
+    for i, job in enumerate(jobs, 1):
+        inputs_hash = hash_value({"code_version": code_version, "inputs": job.inputs})
+        out = root / job.env_id
+        old = previous.envs.get(job.env_id) if previous else None
+        if old and old.inputs_hash == inputs_hash and out.is_dir() and hash_dir(out) == old.content_hash:
+            outcomes[job.env_id] = old
+            reused.append(job.env_id)
+            if progress:
+                progress(i, len(jobs), f"{job.env_id}: unchanged, reused")
+            continue
+        with atomic_dir(out) as tmp:
+            outcome = job.build(tmp)
+        outcome = outcome.model_copy(update={"inputs_hash": inputs_hash, "content_hash": dir_content_hash(out)})
+        outcomes[job.env_id] = outcome
+        rebuilt.append(job.env_id)
+        if progress:
+            status = "kept" if outcome.kept else f"dropped ({outcome.reason})"
+            progress(i, len(jobs), f"{job.env_id}: {status}")
+    if root.is_dir():
+        for child in root.iterdir():
+            if child.is_dir() and not child.name.startswith(".") and child.name not in outcomes:
+                shutil.rmtree(child)
+    lineage = Lineage(
+        stage=stage,
+        code_version=code_version,
+        inputs=dict(sorted((upstream or {}).items())),
+        round=round,
+        generator=generator,
+    )
+    manifest = StageManifest(stage=stage, category=category, envs=dict(sorted(outcomes.items())), lineage=lineage)
+    data = canonical_json(manifest) + b"\n"
+    path = root / MANIFEST
+    wrote = not (path.is_file() and path.read_bytes() == data)
+    if wrote:
+        write_bytes_atomic(path, data)
+    return StageRun(manifest, sha256_bytes(data), rebuilt, reused, wrote)
+
+
+def summary_table(manifest: StageManifest, columns: list[str]) -> str:
+    """A markdown table, one row per environment, for the asset's metadata in the UI."""
+    head = ["environment", "kept", *columns, "reason"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for env_id, o in manifest.envs.items():
+        cells = [env_id, "yes" if o.kept else "no"]
+        cells += [_fmt(o.counts.get(c)) for c in columns]
+        cells.append((o.reason or "").replace("|", "/"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return ""
+    return str(int(v)) if float(v).is_integer() else f"{v:.2f}"
+
+
+def totals(manifest: StageManifest) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for o in manifest.envs.values():
+        for k, v in o.counts.items():
+            out[k] = out.get(k, 0) + v
+    return out
