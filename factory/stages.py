@@ -23,6 +23,7 @@ from factory.store import (
     atomic_dir,
     canonical_json,
     dir_content_hash,
+    hash_dir,
     hash_value,
     read_json,
     sha256_bytes,
