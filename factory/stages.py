@@ -21,13 +21,12 @@ from factory.models import Lineage, Model
 from factory.store import (
     Store,
     atomic_dir,
-    canonical_json,
     dir_content_hash,
     hash_dir,
     hash_value,
     read_json,
     sha256_bytes,
-    write_bytes_atomic,
+    write_json_if_changed,
 )
 
 MANIFEST = "manifest.json"
@@ -151,12 +150,8 @@ def run_stage(
         generator=generator,
     )
     manifest = StageManifest(stage=stage, category=category, envs=dict(sorted(outcomes.items())), lineage=lineage)
-    data = canonical_json(manifest) + b"\n"
-    path = root / MANIFEST
-    wrote = not (path.is_file() and path.read_bytes() == data)
-    if wrote:
-        write_bytes_atomic(path, data)
-    return StageRun(manifest, sha256_bytes(data), rebuilt, reused, wrote)
+    data_version, wrote = write_json_if_changed(root / MANIFEST, manifest)
+    return StageRun(manifest, data_version, rebuilt, reused, wrote)
 
 
 def summary_table(manifest: StageManifest, columns: list[str]) -> str:

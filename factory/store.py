@@ -97,12 +97,15 @@ def write_text_atomic(path: Path, text: str) -> str:
     return write_bytes_atomic(path, text.encode())
 
 
-def write_json_atomic(path: Path, value: Any) -> str:
-    """Pretty, key-sorted JSON (stable bytes for equal values); returns its content hash."""
+def _json_bytes(value: Any) -> bytes:
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
-    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    return write_text_atomic(path, text)
+    return (json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def write_json_atomic(path: Path, value: Any) -> str:
+    """Pretty, key-sorted JSON (stable bytes for equal values); returns its content hash."""
+    return write_bytes_atomic(path, _json_bytes(value))
 
 
 def read_json(path: Path) -> Any:
@@ -181,3 +184,12 @@ class Store:
     def artifact_dir(self, asset: str, category: str | None = None) -> Path:
         d = self.artifacts / asset
         return d / category if category else d
+
+
+def write_json_if_changed(path: Path, value: Any) -> tuple[str, bool]:
+    """Write JSON atomically unless the file already holds these exact bytes; returns (hash, wrote)."""
+    data = _json_bytes(value)
+    path = Path(path)
+    if path.is_file() and path.read_bytes() == data:
+        return sha256_bytes(data), False
+    return write_bytes_atomic(path, data), True

@@ -48,3 +48,13 @@ def test_store_layout_follows_factory_home(factory_home: Path):
     assert s.home == factory_home.resolve()
     assert s.artifact_dir("tasks", "commerce") == factory_home.resolve() / "artifacts" / "tasks" / "commerce"
     assert s.artifact_dir("topics") == factory_home.resolve() / "artifacts" / "topics"
+
+
+def test_write_json_if_changed_skips_identical_bytes(tmp_path: Path):
+    p = tmp_path / "t.json"
+    h1, wrote1 = store.write_json_if_changed(p, {"a": 1})
+    mtime = p.stat().st_mtime_ns
+    h2, wrote2 = store.write_json_if_changed(p, {"a": 1})
+    assert wrote1 and not wrote2 and h1 == h2 and p.stat().st_mtime_ns == mtime
+    h3, wrote3 = store.write_json_if_changed(p, {"a": 2})
+    assert wrote3 and h3 != h1
