@@ -152,6 +152,29 @@ def import_agent_world_cmd(
     _report_gate(out, report)
 
 
+@app.command("run")
+def run_cmd(
+    category: Annotated[
+        list[str] | None, typer.Option(help="Only these categories (repeatable); default: all of the taxonomy.")
+    ] = None,
+) -> None:
+    """Materialize the whole asset graph offline (discovery, then every category) into FACTORY_HOME."""
+    from factory.runner import run_factory
+    from factory.store import Store
+
+    store = Store()
+    try:
+        summary = run_factory(store, categories=category or [], echo=typer.echo)
+    except KeyError as e:
+        _fail(str(e.args[0]), 2)
+    typer.echo(f"\nfinished in {summary.seconds:.0f} s: {len(summary.categories)} categories")
+    typer.echo(f"results:   {store.artifacts}")
+    typer.echo(f"dagster:   DAGSTER_HOME={store.dagster_home}")
+    typer.echo("open the UI: make ui   (then http://127.0.0.1:3000)")
+    if not summary.ok:
+        _fail("failed: " + ", ".join(f"{k} ({v})" for k, v in summary.failed.items()))
+
+
 def main() -> None:
     try:
         app()
