@@ -1,0 +1,136 @@
+"""The code-verifier contract, and a trusted check of what untrusted verifier code returns.
+
+A code verifier is Python source defining
+
+    def verify(initial, final, answer) -> dict
+
+where `initial` and `final` are plain `{table: [row dicts]}` and `answer` is the agent's final answer
+(text or None). It returns `{"passed": bool, "score": float in [0, 1], "checks": [{"name", "passed",
+"detail"}]}`; `score` defaults to 1.0/0.0 from `passed`, `checks` to none. The source is generated, so it
+runs in the sandbox (the caller's `runner`), never in this process (AWM exec'd verifiers in-process with
+full builtins and no timeout, FACTS.md), and whatever comes back is validated here: garbage, an
+exception or a sandbox fault becomes a failed Verdict with a check that says why, never an exception.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from factory.models import CheckResult, Snapshot, ToolResult, Verdict
+from factory.verify.state import Tables
+
+ENTRY = "verify"
+ARGUMENTS = ("initial", "final", "answer")
+MAX_CHECKS = 100
+MAX_TEXT = 500
+
+Runner = Callable[[str, str, dict[str, Any]], Any]
+
+
+def _failed(name: str, detail: str) -> Verdict:
+    return Verdict(passed=False, score=0.0, checks=[CheckResult(name=name, passed=False, detail=detail[:MAX_TEXT])])
+
+
+def check_verifier_source(source: str) -> list[str]:
+    """Problems that make a source break the contract, found without running it."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return [f"syntax error: {e.msg} (line {e.lineno})"]
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == ENTRY:
+            names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+            missing = [a for a in ARGUMENTS if a not in names and node.args.kwarg is None]
+            positional_only = [a.arg for a in node.args.posonlyargs if a.arg in ARGUMENTS]
+            problems = [f"{ENTRY}() has no parameter {a!r}" for a in missing]
+            problems += [f"{ENTRY}() takes {a!r} positionally only; it is passed by name" for a in positional_only]
+            return problems
+    return [f"no top-level function {ENTRY}(initial, final, answer)"]
+
+
+def plain_state(state: Snapshot | Tables) -> dict[str, list[dict[str, Any]]]:
+    """A deep, JSON-plain copy of a state: what a verifier receives (it cannot touch the caller's objects)."""
+    tables = state.tables if isinstance(state, Snapshot) else state
+    return json.loads(json.dumps({t: [dict(r) for r in rows] for t, rows in tables.items()}, default=str))
+
+
+def _text(value: Any, what: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{what} is {type(value).__name__}, not a string")
+    return value[:MAX_TEXT]
+
+
+def verdict_from_result(value: Any) -> Verdict:
+    """Validate what a verifier returned. Only a well-formed, self-consistent result can pass:
+    `passed` needs score 1 and no failed check, a failure needs a score below 1."""
+    if not isinstance(value, dict):
+        return _failed("verifier_result", f"verify() returned {type(value).__name__}, not a dict")
+    passed = value.get("passed")
+    if not isinstance(passed, bool):
+        return _failed("verifier_result", f"'passed' must be a bool, got {type(passed).__name__}")
+    score = value.get("score", 1.0 if passed else 0.0)
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score) or not 0 <= score <= 1:
+        return _failed("verifier_result", f"'score' must be a number in [0, 1], got {str(score)[:50]!r}")
+    raw_checks = value.get("checks", [])
+    if not isinstance(raw_checks, list):
+        return _failed("verifier_result", f"'checks' must be a list, got {type(raw_checks).__name__}")
+    if len(raw_checks) > MAX_CHECKS:
+        return _failed("verifier_result", f"{len(raw_checks)} checks; at most {MAX_CHECKS}")
+    checks: list[CheckResult] = []
+    for i, c in enumerate(raw_checks):
+        if not isinstance(c, dict) or not isinstance(c.get("passed"), bool):
+            return _failed("verifier_result", f"check {i} is not {{'name', 'passed': bool, 'detail'}}")
+        try:
+            name = _text(c.get("name"), f"check {i} name") or f"check {i}"
+            detail = _text(c.get("detail"), f"check {i} detail")
+        except ValueError as e:
+            return _failed("verifier_result", str(e))
+        checks.append(CheckResult(name=name, passed=c["passed"], detail=detail))
+    if passed and (score != 1 or not all(c.passed for c in checks)):
+        return _failed(
+            "verifier_result",
+            f"inconsistent: passed with score {score} and {sum(not c.passed for c in checks)} failed checks",
+        )
+    if not passed and score == 1:
+        return _failed("verifier_result", "inconsistent: failed with score 1")
+    return Verdict(passed=passed, score=float(score), checks=checks)
+
+
+def default_runner() -> Runner:
+    """The sandbox's run_function: generated code never runs in the orchestrator's process."""
+    from factory.sandbox import run_function
+
+    return run_function
+
+
+def run_code_verifier(
+    source: str,
+    initial: Snapshot | Tables,
+    final: Snapshot | Tables,
+    answer: Any,
+    runner: Runner | None = None,
+) -> Verdict:
+    """Run a verifier's `verify(initial, final, answer)` through `runner` and validate its result.
+    `runner(source, entry, kwargs)` returns the value, or a ToolResult as the sandbox does."""
+    problems = check_verifier_source(source)
+    if problems:
+        return _failed("verifier_source", "; ".join(problems))
+    kwargs = {"initial": plain_state(initial), "final": plain_state(final), "answer": answer}
+    run = runner or default_runner()
+    try:
+        value = run(source, ENTRY, kwargs)
+    except Exception as e:  # the runner's fault must not take the caller down
+        return _failed("verifier_error", f"{type(e).__name__}: {e}")
+    if isinstance(value, ToolResult):
+        if not value.ok:
+            err = value.error
+            where = "sandbox fault" if value.env_error else "verifier raised"
+            return _failed("verifier_error", f"{where}: {err.code}: {err.message}" if err else where)
+        value = value.value
+    return verdict_from_result(value)

@@ -1,0 +1,101 @@
+"""Rubric verifiers: a list of declarative checks over the final state and the answer.
+
+Trusted code (no generated source runs here), so it may run in the caller's process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from factory.models import CheckResult, RubricCheck, Snapshot, Verdict
+from factory.verify.answers import answer_contains, answers_match
+from factory.verify.state import Tables
+
+RubricReward = Literal["all", "mean"]
+
+
+def value_matches(expected: Any, actual: Any) -> bool:
+    """A state value equals a rubric value: lenient like answers, and SQLite's 0/1 stand for booleans."""
+    if isinstance(expected, bool) and isinstance(actual, int) and not isinstance(actual, bool) and actual in (0, 1):
+        return bool(actual) is expected
+    return answers_match(expected, actual)
+
+
+def row_matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    return all(k in row and value_matches(v, row[k]) for k, v in where.items())
+
+
+def _rows(state: Snapshot | Tables, table: str) -> Sequence[Mapping[str, Any]] | None:
+    tables = state.tables if isinstance(state, Snapshot) else state
+    return tables.get(table)
+
+
+def _label(check: RubricCheck) -> str:
+    if check.description:
+        return check.description
+    if check.kind == "answer_contains":
+        return f"answer contains {json.dumps(check.value, default=str)}"
+    where = json.dumps(check.where or {}, sort_keys=True, default=str)
+    if check.kind == "field_equals":
+        return f"{check.table} {where}: {check.field} == {json.dumps(check.value, default=str)}"
+    return f"{check.kind} {check.table} {where}"
+
+
+def run_check(
+    check: RubricCheck, initial: Snapshot | Tables, final: Snapshot | Tables, answer: str | None
+) -> CheckResult:
+    """One check; a malformed check fails with a reason instead of raising (a rubric is generated data)."""
+    name = _label(check)
+    if check.kind == "answer_contains":
+        if check.value is None:
+            return CheckResult(name=name, passed=False, detail="check has no value")
+        ok = answer is not None and answer_contains(answer, check.value)
+        return CheckResult(name=name, passed=ok, detail="" if ok else "value not stated in the answer")
+    if not check.table:
+        return CheckResult(name=name, passed=False, detail=f"{check.kind} check names no table")
+    rows = _rows(final, check.table)
+    if rows is None:
+        # A misspelled table must not make row_absent pass vacuously.
+        return CheckResult(name=name, passed=False, detail=f"no table {check.table!r} in the final state")
+    where = check.where or {}
+    matching = [r for r in rows if row_matches(r, where)]
+    before = [r for r in (_rows(initial, check.table) or []) if row_matches(r, where)]
+    note = " (also in the initial state)" if before else ""
+    if check.kind == "row_exists":
+        ok = bool(matching)
+        return CheckResult(name=name, passed=ok, detail=f"{len(matching)} matching rows{note}")
+    if check.kind == "row_absent":
+        ok = not matching
+        return CheckResult(name=name, passed=ok, detail=f"{len(matching)} matching rows; {len(before)} initially")
+    if not check.field:
+        return CheckResult(name=name, passed=False, detail="field_equals check names no field")
+    if not matching:
+        return CheckResult(name=name, passed=False, detail="no row matches")
+    wrong = [r.get(check.field) for r in matching if not value_matches(check.value, r.get(check.field))]
+    ok = not wrong
+    detail = f"{len(matching)} matching rows" if ok else f"{check.field} is {json.dumps(wrong[:3], default=str)}"
+    return CheckResult(name=name, passed=ok, detail=detail)
+
+
+def rubric_verdict(
+    checks: list[RubricCheck],
+    initial: Snapshot | Tables,
+    final: Snapshot | Tables,
+    answer: str | None,
+    reward: RubricReward = "all",
+) -> Verdict:
+    """Run every check. `passed` means all checks passed; `score` is 1/0 with reward="all" (the default)
+    or the fraction passed with "mean". All-or-nothing is the default because a mean pays partial credit
+    for tasks the agent did not do (a no-op still satisfies row_absent and "unchanged" checks), which RL
+    learns to exploit. An empty rubric verifies nothing and fails."""
+    if reward not in ("all", "mean"):
+        raise ValueError(f"reward must be 'all' or 'mean', not {reward!r}")
+    if not checks:
+        return Verdict(passed=False, score=0.0, checks=[CheckResult(name="rubric", passed=False, detail="no checks")])
+    results = [run_check(c, initial, final, answer) for c in checks]
+    n_passed = sum(r.passed for r in results)
+    passed = n_passed == len(results)
+    score = (1.0 if passed else 0.0) if reward == "all" else n_passed / len(results)
+    return Verdict(passed=passed, score=score, checks=results)

@@ -1,0 +1,194 @@
+"""State comparison for verifiers: a canonical hash of what matters in a snapshot, and a diff for diagnosis.
+
+What matters excludes bookkeeping (the environment's `bookkeeping` columns: "table.column", "table.*",
+or shell patterns such as "*.updated_at") and, by default, timestamp columns the clock writes
+(`created_at`, `updated_at`, ...): hashing those made equivalent end states differ in τ²-bench
+(FACTS.md). Column names that carry task meaning (`due_date`, `departure_time`, `deleted_at`) are kept.
+Row order never matters; an integral float equals its integer (SQLite may return 70.0 for 70).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import Field
+
+from factory.graphs import singular
+from factory.models import Model, Snapshot
+from factory.store import canonical_json, sha256_bytes
+
+DEFAULT_TIMESTAMP_COLUMNS: tuple[str, ...] = (
+    "created_at",
+    "updated_at",
+    "modified_at",
+    "inserted_at",
+    "last_modified",
+    "last_modified_at",
+    "last_updated",
+    "last_updated_at",
+    "timestamp",
+)
+
+Tables = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+def _tables(state: Snapshot | Tables) -> Tables:
+    return state.tables if isinstance(state, Snapshot) else state
+
+
+class ColumnFilter:
+    """Decides which columns a comparison ignores."""
+
+    def __init__(self, bookkeeping: Iterable[str] = (), timestamp_columns: Iterable[str] = DEFAULT_TIMESTAMP_COLUMNS):
+        self.patterns = [p if "." in p else f"*.{p}" for p in bookkeeping]
+        self.patterns += [f"*.{c}" for c in timestamp_columns]
+
+    def ignored(self, table: str, column: str) -> bool:
+        name = f"{table}.{column}"
+        return any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
+
+    def table_ignored(self, table: str) -> bool:
+        """A whole table is bookkeeping ("audit_log.*"): even its row count does not matter."""
+        return self.ignored(table, "*")
+
+    def row(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: normalize_value(v) for k, v in row.items() if not self.ignored(table, k)}
+
+
+def normalize_value(value: Any) -> Any:
+    """Equal values compare and hash equal: integral floats become ints, containers recurse."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {str(k): normalize_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [normalize_value(v) for v in value]
+    return value
+
+
+def canonical_state_hash(
+    snapshot: Snapshot | Tables,
+    bookkeeping: Iterable[str] = (),
+    timestamp_columns: Iterable[str] = DEFAULT_TIMESTAMP_COLUMNS,
+) -> str:
+    """Hash of the state's meaningful content: independent of row and table order, blind to ignored columns.
+    Empty tables count as absent, so a files backend without a collection file equals one with `[]`."""
+    cols = ColumnFilter(bookkeeping, timestamp_columns)
+    content = {
+        table: sorted(canonical_json(cols.row(table, row)).decode() for row in rows)
+        for table, rows in _tables(snapshot).items()
+        if rows and not cols.table_ignored(table)
+    }
+    return sha256_bytes(canonical_json(content))
+
+
+class RowChange(Model):
+    key: Any  # the row's primary key value
+    before: dict[str, Any]  # changed fields only
+    after: dict[str, Any]
+
+
+class TableDiff(Model):
+    key: str | None = None  # column rows are matched on; None = whole rows (changes show as removed + added)
+    added: list[dict[str, Any]] = Field(default_factory=list)
+    removed: list[dict[str, Any]] = Field(default_factory=list)
+    changed: list[RowChange] = Field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+
+class StateDiff(Model):
+    """What changed between two states, ignoring the same columns the hash ignores; only changed tables."""
+
+    tables: dict[str, TableDiff] = Field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.tables
+
+    def summary(self) -> str:
+        if self.empty:
+            return "no changes"
+        parts = []
+        for name, d in sorted(self.tables.items()):
+            counts = [(len(d.added), "added"), (len(d.removed), "removed"), (len(d.changed), "changed")]
+            parts.append(f"{name}: " + ", ".join(f"{n} {what}" for n, what in counts if n))
+        return "; ".join(parts)
+
+
+def _unique(rows: Sequence[Mapping[str, Any]], key: str) -> bool:
+    values = [canonical_json(r.get(key)) for r in rows]
+    return all(r.get(key) is not None for r in rows) and len(set(values)) == len(values)
+
+
+def _row_key(table: str, before: list[dict[str, Any]], after: list[dict[str, Any]], given: str | None) -> str | None:
+    """The column rows are matched on: the given one, else `id` or `<singular>_id`, when unique on both sides."""
+    candidates = [given] if given else ["id", f"{singular(table)}_id"]
+    for key in candidates:
+        if all(_unique(rows, key) for rows in (before, after)):
+            return key
+    return None
+
+
+def state_diff(
+    initial: Snapshot | Tables,
+    final: Snapshot | Tables,
+    bookkeeping: Iterable[str] = (),
+    timestamp_columns: Iterable[str] = DEFAULT_TIMESTAMP_COLUMNS,
+    keys: Mapping[str, str] | None = None,
+) -> StateDiff:
+    """Rows added, removed and changed per table. Rows are matched by `keys[table]`, else an inferred id column."""
+    cols = ColumnFilter(bookkeeping, timestamp_columns)
+    a_tables, b_tables = _tables(initial), _tables(final)
+    out: dict[str, TableDiff] = {}
+    for table in sorted(set(a_tables) | set(b_tables)):
+        if cols.table_ignored(table):
+            continue
+        before = [cols.row(table, r) for r in a_tables.get(table, [])]
+        after = [cols.row(table, r) for r in b_tables.get(table, [])]
+        key = _row_key(table, before, after, (keys or {}).get(table))
+        diff = _keyed_diff(before, after, key) if key else _multiset_diff(before, after)
+        if not diff.empty:
+            out[table] = diff
+    return StateDiff(tables=out)
+
+
+def _keyed_diff(before: list[dict[str, Any]], after: list[dict[str, Any]], key: str) -> TableDiff:
+    by_key_a = {canonical_json(r.get(key)): r for r in before}
+    by_key_b = {canonical_json(r.get(key)): r for r in after}
+    diff = TableDiff(key=key)
+    for k, row in by_key_b.items():
+        if k not in by_key_a:
+            diff.added.append(row)
+    for k, row in by_key_a.items():
+        if k not in by_key_b:
+            diff.removed.append(row)
+            continue
+        new = by_key_b[k]
+        fields = sorted(f for f in set(row) | set(new) if canonical_json(row.get(f)) != canonical_json(new.get(f)))
+        if fields:
+            diff.changed.append(
+                RowChange(key=row[key], before={f: row.get(f) for f in fields}, after={f: new.get(f) for f in fields})
+            )
+    return diff
+
+
+def _multiset_diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> TableDiff:
+    ca = Counter(canonical_json(r) for r in before)
+    cb = Counter(canonical_json(r) for r in after)
+    diff = TableDiff()
+    for rows, other, target in ((after, ca, diff.added), (before, cb, diff.removed)):
+        remaining = Counter(other)
+        for r in rows:
+            k = canonical_json(r)
+            if remaining[k] > 0:
+                remaining[k] -= 1
+            else:
+                target.append(r)
+    return diff

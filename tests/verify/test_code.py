@@ -1,0 +1,140 @@
+"""The code-verifier contract: results validated, garbage and faults become failed verdicts."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import pytest
+
+from factory.models import Snapshot, ToolError, ToolResult
+from factory.sandbox import Limits, run_function
+from factory.verify.code import check_verifier_source, plain_state, run_code_verifier, verdict_from_result
+
+COUNT_ORDERS = """
+def verify(initial, final, answer):
+    added = len(final.get("orders", [])) - len(initial.get("orders", []))
+    said = answer is not None and "2" in answer
+    checks = [
+        {"name": "one order added", "passed": added == 1, "detail": f"{added} added"},
+        {"name": "answer names the order", "passed": said},
+    ]
+    ok = all(c["passed"] for c in checks)
+    return {"passed": ok, "score": 1.0 if ok else 0.0, "checks": checks}
+"""
+INITIAL = Snapshot(tables={"orders": [{"id": 1, "total": 70}]})
+FINAL = Snapshot(tables={"orders": [{"id": 1, "total": 70}, {"id": 2, "total": 30}]})
+
+
+def in_process(source: str, entry: str, kwargs: dict[str, Any]) -> Any:
+    """A trusted-code runner for tests of the contract (generated code goes through the sandbox)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<verifier>", "exec"), namespace)
+    return namespace[entry](**kwargs)
+
+
+def sandboxed(source: str, entry: str, kwargs: dict[str, Any]) -> ToolResult:
+    return run_function(source, entry, kwargs, Limits(timeout_s=1.0, cpu_s=2))
+
+
+GARBAGE = [
+    None,
+    "passed",
+    1,
+    [True],
+    {},
+    {"passed": "yes"},
+    {"passed": 1},
+    {"passed": True, "score": 1.5},
+    {"passed": True, "score": math.nan},
+    {"passed": True, "score": True},
+    {"passed": True, "score": "1"},
+    {"passed": False, "score": -0.1},
+    {"passed": True, "checks": "all good"},
+    {"passed": True, "checks": [{"name": "x"}]},
+    {"passed": True, "checks": [{"name": 3, "passed": True}]},
+    {"passed": True, "checks": [{"name": "x", "passed": True, "detail": {"a": 1}}]},
+    {"passed": True, "checks": [{"name": "x", "passed": True}] * 101},
+    {"passed": True, "score": 0.5},  # inconsistent
+    {"passed": True, "checks": [{"name": "x", "passed": False}]},  # inconsistent
+    {"passed": False, "score": 1.0},  # inconsistent
+]
+
+
+@pytest.mark.parametrize("value", GARBAGE)
+def test_garbage_becomes_a_failed_verdict(value):
+    v = verdict_from_result(value)
+    assert not v.passed and v.score == 0.0
+    assert len(v.checks) == 1 and v.checks[0].name == "verifier_result" and v.checks[0].detail
+
+
+def test_well_formed_results():
+    v = verdict_from_result({"passed": True})
+    assert v.passed and v.score == 1.0 and v.checks == []
+    v = verdict_from_result({"passed": False, "score": 0.5, "checks": [{"name": "a", "passed": False, "detail": "d"}]})
+    assert not v.passed and v.score == 0.5 and v.checks[0].detail == "d"
+    v = verdict_from_result({"passed": True, "score": 1, "checks": [{"passed": True}], "extra": "ignored"})
+    assert v.passed and v.checks[0].name == "check 0"
+    long = verdict_from_result({"passed": False, "checks": [{"name": "n", "passed": False, "detail": "x" * 10_000}]})
+    assert len(long.checks[0].detail) == 500
+
+
+def test_source_contract():
+    assert check_verifier_source(COUNT_ORDERS) == []
+    assert check_verifier_source("def verify(initial, final, answer=None, **kw): pass") == []
+    assert "syntax error" in check_verifier_source("def verify(:")[0]
+    assert check_verifier_source("def check(initial, final, answer): pass")
+    assert check_verifier_source("def verify(initial, final): pass") == ["verify() has no parameter 'answer'"]
+    assert check_verifier_source("def verify(initial, final, answer, /): pass")
+    v = run_code_verifier("def verify(:", INITIAL, FINAL, "x", runner=in_process)
+    assert not v.passed and v.checks[0].name == "verifier_source"
+
+
+def test_runs_with_a_runner():
+    v = run_code_verifier(COUNT_ORDERS, INITIAL, FINAL, "Created order 2.", runner=in_process)
+    assert v.passed and v.score == 1.0 and [c.name for c in v.checks] == ["one order added", "answer names the order"]
+    v = run_code_verifier(COUNT_ORDERS, INITIAL, INITIAL, "Created order 2.", runner=in_process)
+    assert not v.passed and v.checks[0].detail == "0 added"
+
+
+def test_verifier_cannot_touch_the_callers_state():
+    meddler = "def verify(initial, final, answer):\n    final['orders'].clear()\n    return {'passed': True}"
+    tables = {"orders": [{"id": 1}]}
+    assert run_code_verifier(meddler, tables, tables, None, runner=in_process).passed
+    assert tables == {"orders": [{"id": 1}]}
+    assert plain_state(Snapshot(tables=tables)) == tables
+
+
+def test_runner_faults_become_failed_verdicts():
+    raising = "def verify(initial, final, answer):\n    return 1 / 0"
+    v = run_code_verifier(raising, INITIAL, FINAL, None, runner=in_process)
+    assert not v.passed and v.checks[0].name == "verifier_error" and "ZeroDivisionError" in v.checks[0].detail
+
+    def crashed(source: str, entry: str, kwargs: dict[str, Any]) -> ToolResult:
+        return ToolResult(ok=False, error=ToolError(code="worker_crashed", message="killed"), env_error=True)
+
+    v = run_code_verifier(COUNT_ORDERS, INITIAL, FINAL, None, runner=crashed)
+    assert not v.passed and "sandbox fault: worker_crashed" in v.checks[0].detail
+
+
+def test_sandbox_runner():
+    v = run_code_verifier(COUNT_ORDERS, INITIAL, FINAL, "order 2", runner=sandboxed)
+    assert v.passed and v.score == 1.0
+    v = run_code_verifier(COUNT_ORDERS, INITIAL, FINAL, None, runner=sandboxed)
+    assert not v.passed and [c.passed for c in v.checks] == [True, False]
+    v = run_code_verifier(
+        "def verify(initial, final, answer):\n    return {1, 2}", INITIAL, FINAL, None, runner=sandboxed
+    )
+    assert not v.passed and v.checks[0].name in ("verifier_result", "verifier_error")
+    loop = "def verify(initial, final, answer):\n    while True:\n        pass"
+    v = run_code_verifier(loop, INITIAL, FINAL, None, runner=sandboxed)
+    assert not v.passed and "timeout" in v.checks[0].detail
+
+
+def test_default_runner_is_the_sandbox():
+    v = run_code_verifier(COUNT_ORDERS, INITIAL, FINAL, "order 2")
+    assert v.passed
+    pid = os.getpid()
+    escape = f"import os\ndef verify(initial, final, answer):\n    return {{'passed': os.getpid() == {pid}}}"
+    assert not run_code_verifier(escape, INITIAL, FINAL, None).passed  # it ran in another process
