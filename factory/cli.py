@@ -114,11 +114,15 @@ def call_cmd(
     args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
 ) -> None:
     """Call one tool in a fresh session; print the result as JSON; exit 1 on an error result."""
-    from factory.envs.runtime import Environment
+    from factory.envs.bundle import BundleError
+    from factory.envs.runtime import Environment, EnvironmentLoadError
 
     arguments = _parse_args_json(args)
-    with Environment.open(bundle) as env, env.session() as session:
-        result = session.call(tool, arguments)
+    try:
+        with Environment.open(bundle) as env, env.session() as session:
+            result = session.call(tool, arguments)
+    except (BundleError, EnvironmentLoadError) as e:
+        _fail(str(e), 2)
     if result.ok:
         _print_json(result.value)
         return
@@ -132,9 +136,14 @@ def serve_cmd(
     http: Annotated[str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
 ) -> None:
     """Serve one environment over MCP (stdio, or streamable HTTP). One MCP session = one env session."""
+    from factory.envs.bundle import BundleError
     from factory.envs.mcp_server import serve
+    from factory.envs.runtime import EnvironmentLoadError
 
-    serve(bundle, http=http)
+    try:
+        serve(bundle, http=http)
+    except (BundleError, EnvironmentLoadError) as e:
+        _fail(str(e), 2)
 
 
 @import_app.command("agent-world")
@@ -180,3 +189,7 @@ def main() -> None:
         app()
     except BrokenPipeError:
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+"""Serve one environment bundle over MCP with the official `mcp` SDK (stdio and streamable HTTP).
+
+One MCP session is one environment session: the session's state is created on its first tool call and
+closed when the MCP session ends (the stdio process exits; an HTTP client deletes its session or it
+idles out), so concurrent clients never see each other's writes. tools/list is the bundle's env.json
+(only the tools the gate kept, when a report exists).
+
+Environment state is stateful by nature, and the 2026-07-28 protocol era is stateless (no session, a
+fresh connection per request). Over HTTP the server therefore advertises only the handshake-era
+versions in `server/discover`, which makes `mode="auto"` clients fall back to the initialize handshake
+and its `Mcp-Session-Id`; a tool call that still arrives without a session is refused with a clear
+error rather than run against state that would vanish. Over stdio the process is the session, so
+both eras are served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from factory.envs.bundle import Bundle
+from factory.envs.runtime import Environment, Session
+from factory.models import EnvSpec, ToolError, ToolResult, ToolSpec
+
+# Calls run in threads (the runtime is synchronous); enough for many concurrent sessions.
+CALL_THREADS = 64
+_SESSION_KEY = "factory.env_session"
+_LOCK_KEY = "factory.env_session_lock"
+
+
+def mcp_tools(spec: EnvSpec, kept: list[str] | None = None) -> list[types.Tool]:
+    """The bundle's tools as MCP tools: inputSchema = parameters; readOnlyHint = not mutates."""
+    out = []
+    for t in spec.tools:
+        if kept is not None and t.name not in kept:
+            continue
+        output = t.output if t.output and t.output.get("type") == "object" else None
+        out.append(
+            types.Tool(
+                name=t.name,
+                description=t.description,
+                input_schema=_object_schema(t),
+                output_schema=output,
+                annotations=types.ToolAnnotations(
+                    read_only_hint=not t.mutates,
+                    destructive_hint=t.mutates and _destructive(t),
+                    idempotent_hint=not t.mutates,
+                    open_world_hint=False,
+                ),
+            )
+        )
+    return out
+
+
+def _object_schema(tool: ToolSpec) -> dict[str, Any]:
+    schema = dict(tool.parameters)
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _destructive(tool: ToolSpec) -> bool:
+    if tool.operation is not None:
+        return tool.operation.kind == "delete"
+    return tool.name.split("_")[0] in ("delete", "remove", "cancel", "clear", "purge", "drop")
+
+
+def call_result(result: ToolResult) -> types.CallToolResult:
+    """A runtime result as MCP: success -> its JSON as text (+ structuredContent for an object);
+    failure -> isError with `{"error": {code, message}, "env_error": bool}` as text."""
+    if result.ok:
+        text = json.dumps(result.value, ensure_ascii=False)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=result.value if isinstance(result.value, dict) else None,
+            is_error=False,
+        )
+    error = result.error.model_dump() if result.error else {"code": "error", "message": ""}
+    payload = {"error": error, "env_error": result.env_error}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        is_error=True,
+    )
+
+
+class SessionBinding:
+    """Maps an MCP request to the environment session it belongs to.
+
+    `process`: the whole process is one MCP session (stdio). Otherwise each handshake-era connection
+    (an HTTP `Mcp-Session-Id`) gets its own session, closed by the connection's exit stack.
+    """
+
+    def __init__(self, env: Environment, process: bool):
+        self.env = env
+        self.process = process
+        self.limiter = anyio.CapacityLimiter(CALL_THREADS)
+        self._process_session: _EnvSession | None = None
+        self._lock = anyio.Lock()
+
+    async def session_for(self, ctx: ServerRequestContext[Any, Any]) -> _EnvSession:
+        if self.process:
+            async with self._lock:
+                if self._process_session is None:
+                    self._process_session = await _EnvSession.open(self.env, self.limiter)
+            return self._process_session
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            raise MCPError(
+                code=types.INVALID_REQUEST,
+                message="this environment server is stateful: connect with the initialize handshake "
+                f"(protocol {HANDSHAKE_PROTOCOL_VERSIONS[-1]}) so tool calls share one session",
+            )
+        connection = _connection(ctx)
+        state = connection.state
+        async with state.setdefault(_LOCK_KEY, anyio.Lock()):
+            if _SESSION_KEY not in state:
+                session = await _EnvSession.open(self.env, self.limiter)
+                state[_SESSION_KEY] = session
+                connection.exit_stack.push_async_callback(session.close)
+        return state[_SESSION_KEY]
+
+    async def close(self) -> None:
+        if self._process_session is not None:
+            await self._process_session.close()
+            self._process_session = None
+
+
+def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
+    """The per-connection state of the request's MCP session.
+
+    The SDK keeps `Connection.state`/`exit_stack` for exactly this (per-connection state, teardown when
+    the connection closes) but the low-level context reaches it only through its session.
+    """
+    connection = getattr(ctx.session, "_connection", None)
+    if not isinstance(connection, Connection):
+        raise MCPError(code=types.INTERNAL_ERROR, message="the MCP SDK exposes no connection for this request")
+    return connection
+
+
+class _EnvSession:
+    """An environment session driven from async code: calls are serialized and run in a thread."""
+
+    def __init__(self, stack: contextlib.ExitStack, session: Session, limiter: anyio.CapacityLimiter):
+        self._stack = stack
+        self._session = session
+        self._limiter = limiter
+        self._lock = anyio.Lock()
+        self.closed = False
+
+    @classmethod
+    async def open(cls, env: Environment, limiter: anyio.CapacityLimiter) -> _EnvSession:
+        def enter() -> tuple[contextlib.ExitStack, Session]:
+            stack = contextlib.ExitStack()
+            return stack, stack.enter_context(env.session())
+
+        stack, session = await anyio.to_thread.run_sync(enter, limiter=limiter)
+        return cls(stack, session, limiter)
+
+    async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        async with self._lock:
+            return await anyio.to_thread.run_sync(self._session.call, tool, args, limiter=self._limiter)
+
+    async def close(self) -> None:
+        async with self._lock:
+            if not self.closed:
+                self.closed = True
+                await anyio.to_thread.run_sync(self._stack.close, limiter=self._limiter)
+
+
+def build_server(
+    env: Environment, spec: EnvSpec, binding: SessionBinding, kept: list[str] | None = None
+) -> Server[Any]:
+    """The low-level MCP server of one environment: tools/list from the spec, tools/call into a session."""
+    tools = mcp_tools(spec, kept)
+    served = {t.name for t in tools}
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name not in served:
+            error = ToolError(code="unknown_tool", message=f"no tool named {params.name!r}")
+            return call_result(ToolResult(ok=False, error=error))
+        session = await binding.session_for(ctx)
+        return call_result(await session.call(params.name, dict(params.arguments or {})))
+
+    server: Server[Any] = Server(
+        spec.id,
+        version=str(spec.version),
+        title=spec.title,
+        description=spec.description,
+        instructions=spec.description,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    if not binding.process:
+        server.add_request_handler("server/discover", types.RequestParams, _handshake_only_discover(server))
+    return server
+
+
+def _handshake_only_discover(
+    server: Server[Any],
+) -> Callable[[ServerRequestContext[Any, Any], types.RequestParams], Awaitable[types.DiscoverResult]]:
+    async def discover(ctx: ServerRequestContext[Any, Any], params: types.RequestParams) -> types.DiscoverResult:
+        return types.DiscoverResult(
+            supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
+            capabilities=server.get_capabilities(),
+            instructions=server.instructions,
+        )
+
+    return discover
+
+
+def _kept_tools(bundle: Bundle, spec: EnvSpec) -> list[str] | None:
+    report = bundle.report()
+    if report is None:
+        return None
+    dropped = [t.name for t in spec.tools if t.name not in report.kept_tools]
+    if dropped:
+        print(f"not serving tools the gate dropped: {', '.join(dropped)}", file=sys.stderr)
+    return list(report.kept_tools)
+
+
+def parse_host_port(http: str) -> tuple[str, int]:
+    host, sep, port = http.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"--http wants HOST:PORT, not {http!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+async def serve_stdio(env: Environment, spec: EnvSpec, kept: list[str] | None) -> None:
+    from mcp.server.stdio import stdio_server
+
+    binding = SessionBinding(env, process=True)
+    server = build_server(env, spec, binding, kept)
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await binding.close()
+
+
+def serve_http(env: Environment, spec: EnvSpec, kept: list[str] | None, host: str, port: int) -> None:
+    import uvicorn
+
+    binding = SessionBinding(env, process=False)
+    server = build_server(env, spec, binding, kept)
+    app = server.streamable_http_app(host=host)
+    print(f"serving {spec.id} on http://{host}:{port}/mcp", file=sys.stderr)
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
+
+
+def serve(bundle: str | Path, http: str | None = None) -> None:
+    """`factory serve BUNDLE [--http HOST:PORT]`: serve one bundle until the client (or a signal) ends it."""
+    b = Bundle.open(bundle)
+    spec = b.spec
+    kept = _kept_tools(b, spec)
+    address = parse_host_port(http) if http else None
+    with Environment.open(b.path) as env:
+        if address is None:
+            anyio.run(serve_stdio, env, spec, kept)
+        else:
+            serve_http(env, spec, kept, *address)
