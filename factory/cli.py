@@ -161,6 +161,14 @@ def import_agent_world_cmd(
     _report_gate(out, report)
 
 
+@app.command("sandbox")
+def sandbox_cmd() -> None:
+    """Show what the sandbox can enforce on this machine (namespaces, process limit, rlimits) and what not."""
+    from factory.sandbox import capabilities
+
+    _print_json(capabilities())
+
+
 @app.command("run")
 def run_cmd(
     category: Annotated[

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field
 
 from factory.models import Lineage, Model, Taxonomy, TaxonomyPath, Topic
-from factory.store import Store, hash_value, read_json, write_json_if_changed
+from factory.store import Store, hash_file, hash_value, read_json, write_json_if_changed
 
 TOPICS_CODE_VERSION = "1"
 TAXONOMY_CODE_VERSION = "1"
@@ -106,6 +106,14 @@ def load_taxonomy(store: Store) -> Taxonomy:
     if not p.is_file():
         raise FileNotFoundError(f"no taxonomy under {store.artifacts}: materialize taxonomy first")
     return Taxonomy.model_validate(read_json(p))
+
+
+def topics_hash(store: Store) -> str:
+    return hash_file(topics_path(store))
+
+
+def taxonomy_hash(store: Store) -> str:
+    return hash_file(taxonomy_path(store))
 
 
 def topics_in_category(store: Store, category: str) -> list[tuple[Topic, TaxonomyPath]]:
