@@ -1,0 +1,282 @@
+"""The environment runtime: open a bundle, start sessions, call tools, snapshot and reset state.
+
+Tool code never runs here: it runs in pooled sandbox workers (factory.sandbox), and each session's
+state lives in the worker it is pinned to (an in-memory SQLite database deserialized from the seed
+bytes, or a private copy of `state/`). Arguments are checked against the tool's JSON schema in this
+process first. The parent keeps a journal of every session's successful state-changing calls, so
+when a worker dies or hangs the replacement is rebuilt and no other session loses its state.
+"""
+
+from __future__ import annotations
+
+import marshal
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from factory.envs.bundle import Bundle, BundleError
+from factory.models import EnvSpec, Snapshot, ToolCall, ToolError, ToolResult
+from factory.sandbox import Limits, SandboxPool, Slot, WorkerCrashed, WorkerTimeout, compile_schema, default_pool
+
+__all__ = ["Environment", "EnvironmentLoadError", "ProgramRun", "Session"]
+
+
+class EnvironmentLoadError(RuntimeError):
+    """The bundle cannot be served: unreadable files, or tools.py that does not compile or import."""
+
+
+class ProgramRun(BaseModel):
+    """What a task program did: its return value, the tool calls it made (in order), or why it failed."""
+
+    answer: Any = None
+    calls: list[ToolCall] = Field(default_factory=list)
+    error: str | None = None
+
+
+def _error(code: str, message: str, env_error: bool = False, started: float | None = None) -> ToolResult:
+    wall = (time.perf_counter() - started) * 1000 if started is not None else 0.0
+    return ToolResult(ok=False, error=ToolError(code=code, message=message), env_error=env_error, wall_ms=wall)
+
+
+class Environment:
+    """A bundle opened for serving. Thread-safe; close it (or use `with`) to free its worker state."""
+
+    def __init__(self, bundle: Bundle, spec: EnvSpec, source: str, pool: SandboxPool, limits: Limits):
+        self.bundle = bundle
+        self.spec = spec
+        self.pool = pool
+        self.limits = limits
+        self.key = f"{spec.id}-{uuid.uuid4().hex[:12]}"
+        self._tools = {t.name: t for t in spec.tools}
+        self._validators: dict[str, Callable[[Any], str | None]] = {
+            t.name: compile_schema(t.parameters, limits.max_string_chars) for t in spec.tools
+        }
+        self._pks = {e.table: e.primary_key for e in spec.entities}
+        seed = bundle.seed_bytes() if spec.backend == "sqlite" else None
+        files = _read_state_files(bundle.state_dir) if spec.backend == "files" else None
+        self._load_message = ("load", self.key, source, spec.backend, seed, files)
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        self.closed = False
+
+    @classmethod
+    def open(cls, path: str | Path, pool: SandboxPool | None = None, limits: Limits | None = None) -> Environment:
+        """Read the bundle and import its tools.py in the sandbox; EnvironmentLoadError says what is wrong."""
+        try:
+            bundle = Bundle.open(path)
+            spec = bundle.spec
+            source = bundle.tools_source
+        except BundleError as e:
+            raise EnvironmentLoadError(str(e)) from e
+        try:
+            compile(source, "tools.py", "exec")
+        except SyntaxError as e:
+            raise EnvironmentLoadError(f"tools.py does not compile: {e}") from e
+        pool = pool or default_pool()
+        try:
+            env = cls(bundle, spec, source, pool, limits or pool.limits)
+        except BundleError as e:
+            raise EnvironmentLoadError(str(e)) from e
+        slot = pool.pick_slot()
+        with slot.lock:
+            try:
+                env.ensure_loaded(slot)
+            except (WorkerCrashed, WorkerTimeout) as e:
+                slot.recover()
+                raise EnvironmentLoadError(f"tools.py crashed its worker on import: {e}") from e
+        return env
+
+    @property
+    def tool_names(self) -> list[str]:
+        return list(self._tools)
+
+    def ensure_loaded(self, slot: Slot) -> None:
+        """Import tools.py in the slot's worker once (caller holds the slot lock)."""
+        if self.key in slot.loaded and slot.worker is not None and not slot.worker.dead:
+            return
+        reply = slot.request(self._load_message, 60.0)
+        if reply[0] != "ok":
+            raise EnvironmentLoadError(f"tools.py does not import: {reply[1] if len(reply) > 1 else reply}")
+        slot.loaded.add(self.key)
+
+    def session(self) -> Session:
+        """A new session whose state starts as the seed."""
+        if self.closed:
+            raise RuntimeError(f"environment {self.spec.id} is closed")
+        s = Session(self, self.pool.pick_slot())
+        with self._lock:
+            self._sessions[s.id] = s
+        return s
+
+    def forget(self, session: Session) -> None:
+        with self._lock:
+            self._sessions.pop(session.id, None)
+
+    def close(self) -> None:
+        """Close every session and drop the loaded tools from the workers."""
+        if self.closed:
+            return
+        self.closed = True
+        with self._lock:
+            sessions = list(self._sessions.values())
+        for s in sessions:
+            s.close()
+        for slot in self.pool.slots:
+            with slot.lock:
+                if self.key in slot.loaded and slot.worker is not None and not slot.worker.dead:
+                    try:
+                        slot.request(("unload", self.key), 10.0)
+                    except (WorkerCrashed, WorkerTimeout):
+                        slot.recover()
+                slot.loaded.discard(self.key)
+
+    def __enter__(self) -> Environment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_state_files(state_dir: Path) -> dict[str, bytes]:
+    if not state_dir.is_dir():
+        raise BundleError(f"{state_dir}: missing state directory for the files backend")
+    return {p.relative_to(state_dir).as_posix(): p.read_bytes() for p in sorted(state_dir.rglob("*")) if p.is_file()}
+
+
+class Session:
+    """One agent's private copy of the environment state, pinned to one sandbox worker."""
+
+    def __init__(self, env: Environment, slot: Slot):
+        self.env = env
+        self.id = uuid.uuid4().hex
+        self.slot = slot
+        self.journal: list[tuple[str, dict[str, Any]]] = []
+        self.closed = False
+        with slot.lock:
+            self._open_in(slot)
+            slot.residents[self.id] = self
+
+    def _open_in(self, slot: Slot) -> None:
+        try:
+            self.env.ensure_loaded(slot)
+            reply = slot.request(("open", self.id, self.env.key), 60.0)
+        except (WorkerCrashed, WorkerTimeout):
+            slot.recover()
+            self.env.ensure_loaded(slot)
+            reply = slot.request(("open", self.id, self.env.key), 60.0)
+        if reply[0] != "ok":
+            raise EnvironmentLoadError(f"could not open a session: {reply}")
+
+    def restore(self, slot: Slot) -> None:
+        """Rebuild this session in a replacement worker: seed state, then the journal replayed."""
+        self.env.ensure_loaded(slot)
+        slot.request(("open", self.id, self.env.key), 60.0)
+        if self.journal:
+            self._replay(slot)
+
+    def _replay(self, slot: Slot) -> None:
+        limits = self.env.limits
+        timeout = limits.timeout_s * (len(self.journal) + 1) + limits.grace_s
+        slot.request(("replay", self.id, self.journal, limits.timeout_s, limits.cpu_s), timeout)
+
+    def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        """Validate and run one tool call. Never raises for anything the tool or the arguments do."""
+        started = time.perf_counter()
+        args = {} if args is None else args
+        env = self.env
+        validate = env._validators.get(tool)
+        if validate is None:
+            return _error("unknown_tool", f"no tool named {tool!r}; tools: {', '.join(env._tools)}", started=started)
+        problem = validate(args)
+        if problem is not None:
+            return _error("invalid_arguments", problem, started=started)
+        limits = env.limits
+        slot = self.slot
+        with slot.lock:
+            if self.closed:
+                return _error("session_closed", f"session {self.id} is closed", started=started)
+            try:
+                reply = slot.request(
+                    ("call", self.id, tool, args, limits.timeout_s, limits.cpu_s), limits.timeout_s + limits.grace_s
+                )
+            except WorkerTimeout:
+                slot.recover()
+                return _error("timeout", f"{tool} ran past {limits.timeout_s:g}s", True, started)
+            except WorkerCrashed as e:
+                slot.recover()
+                return _error("worker_crashed", f"{tool} crashed its sandbox worker: {e}", True, started)
+            except ValueError as e:  # marshal: a value that is not plain data
+                return _error("invalid_arguments", f"arguments are not JSON values: {e}", started=started)
+            if reply[0] == "ok":
+                if reply[2] or env._tools[tool].mutates:
+                    self.journal.append((tool, marshal.loads(marshal.dumps(args))))
+                return ToolResult(ok=True, value=reply[1], wall_ms=(time.perf_counter() - started) * 1000)
+            if reply[0] != "error":
+                return _error("worker_crashed", f"sandbox protocol error: {reply}", True, started)
+            if len(reply) > 4 and reply[4] == "state_lost":
+                self._replay(slot)
+            return _error(str(reply[1]), str(reply[2]), bool(reply[3]), started)
+
+    def _simple(self, message: tuple[Any, ...], what: str) -> list[Any]:
+        with self.slot.lock:
+            if self.closed:
+                raise RuntimeError(f"session {self.id} is closed")
+            try:
+                reply = self.slot.request(message, 60.0)
+            except (WorkerCrashed, WorkerTimeout) as e:
+                self.slot.recover()
+                raise RuntimeError(f"{what} failed: the sandbox worker died ({e})") from e
+        if reply[0] != "ok":
+            raise RuntimeError(f"{what} failed: {reply[1] if len(reply) > 1 else reply}")
+        return reply
+
+    def snapshot(self) -> Snapshot:
+        """The whole state, read-only: table -> rows (dicts) sorted by primary key."""
+        return Snapshot(tables=self._simple(("snapshot", self.id, self.env._pks), "snapshot")[1])
+
+    def reset(self) -> None:
+        """Back to the seed state (an in-memory restore, no file copies for sqlite)."""
+        with self.slot.lock:
+            self._simple(("reset", self.id), "reset")
+            self.journal.clear()
+
+    def run_program(self, source: str, entry: str = "solve", timeout_s: float = 10.0) -> ProgramRun:
+        """Run an untrusted task program in its own sandboxed process; its tool calls go through `call`."""
+        calls: list[ToolCall] = []
+
+        def on_call(tool: str, args: dict[str, Any]) -> Any:
+            calls.append(ToolCall(tool=tool, args=args))
+            r = self.call(tool, args)
+            return r.value if r.ok else {"error": r.error.model_dump() if r.error else {}}
+
+        limits = self.env.limits.model_copy(update={"timeout_s": timeout_s, "cpu_s": max(1, int(timeout_s + 1))})
+        result = self.env.pool.run_function(source, entry, {}, limits, on_call=on_call)
+        if result.ok:
+            return ProgramRun(answer=result.value, calls=calls)
+        err = result.error
+        return ProgramRun(calls=calls, error=f"{err.code}: {err.message}" if err else "failed")
+
+    def close(self) -> None:
+        with self.slot.lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.slot.residents.pop(self.id, None)
+            worker = self.slot.worker
+            if worker is not None and not worker.dead:
+                try:
+                    self.slot.request(("close", self.id), 10.0)
+                except (WorkerCrashed, WorkerTimeout):
+                    self.slot.recover()
+        self.env.forget(self)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

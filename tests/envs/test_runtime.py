@@ -1,0 +1,243 @@
+"""The environment runtime against hand-written bundles, misbehaving tools included."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from factory.envs.runtime import Environment, EnvironmentLoadError
+from factory.sandbox import Limits, SandboxPool, capabilities
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "bundles"
+LIMITS = Limits(timeout_s=1.0, cpu_s=2, memory_bytes=1 << 30, grace_s=0.5)
+
+
+def make_bundle(name: str, dest: Path) -> Path:
+    """Copy a fixture bundle; build seed.sqlite from schema.sql (the bundle builder's job in the factory)."""
+    out = dest / name
+    shutil.copytree(FIXTURES / name, out)
+    if (out / "schema.sql").exists():
+        con = sqlite3.connect(out / "seed.sqlite")
+        con.executescript((out / "schema.sql").read_text())
+        con.commit()
+        con.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def pool():
+    p = SandboxPool(size=2, limits=LIMITS)
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def shop(pool, tmp_path_factory):
+    with Environment.open(make_bundle("shop", tmp_path_factory.mktemp("b")), pool=pool) as env:
+        yield env
+
+
+def test_read_calls_errors_and_snapshot_shape(shop):
+    with shop.session() as s:
+        r = s.call("list_orders", {"limit": 2})
+        assert r.ok and [o["id"] for o in r.value["items"]] == [1, 2]
+        assert s.call("list_orders", {"status": "shipped"}).value["items"][0]["amount"] == 25
+        missing = s.call("get_order", {"order_id": 99})
+        assert not missing.ok and missing.error.code == "not_found" and not missing.env_error
+        snap = s.snapshot()
+    assert set(snap.tables) == {"customers", "orders"}
+    assert [r["id"] for r in snap.tables["orders"]] == [1, 2, 3]
+    assert snap.tables["customers"][0] == {"id": 1, "name": "ada", "balance": 100}
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code", "needle"),
+    [
+        ("nope", {}, "unknown_tool", "nope"),
+        ("get_order", {}, "invalid_arguments", "order_id"),
+        ("get_order", {"order_id": 1, "extra": 2}, "invalid_arguments", "extra"),
+        ("get_order", {"order_id": "1"}, "invalid_arguments", "order_id"),
+        ("get_order", {"order_id": True}, "invalid_arguments", "order_id"),
+        ("list_orders", {"status": "lost"}, "invalid_arguments", "status"),
+        ("list_orders", {"limit": 0}, "invalid_arguments", "limit"),
+        ("shout", {"text": "x" * (10 << 20)}, "invalid_arguments", "text"),
+        ("ghost", {}, "not_implemented", "ghost"),
+    ],
+)
+def test_bad_calls_are_agent_errors(shop, tool, args, code, needle):
+    with shop.session() as s:
+        r = s.call(tool, args)
+        assert not r.ok and r.error.code == code and not r.env_error
+        assert needle in r.error.message
+        assert s.call("get_order", {"order_id": 1}).ok
+
+
+def test_failed_mutations_leave_state_unchanged(shop):
+    with shop.session() as s:
+        before = s.snapshot()
+        poor = s.call("create_order", {"customer_id": 3, "amount": 5})
+        assert poor.error.code == "insufficient_balance"
+        dangling = s.call("create_order", {"customer_id": 42, "amount": 5})
+        assert dangling.error.code == "invalid_reference"
+        referenced = s.call("delete_customer", {"customer_id": 1})
+        assert referenced.error.code == "conflict"
+        raised = s.call("explode")
+        assert raised.error.code == "tool_exception" and "boom" in raised.error.message and not raised.env_error
+        assert s.snapshot() == before
+        ok = s.call("create_order", {"customer_id": 1, "amount": 30})
+        assert ok.ok and ok.value["id"] == 4
+        assert s.snapshot().tables["customers"][0]["balance"] == 70
+
+
+def test_reset_restores_seed_and_sessions_are_isolated(shop):
+    with shop.session() as a, shop.session() as b:
+        seed = a.snapshot()
+        assert a.call("create_order", {"customer_id": 2, "amount": 7}).ok
+        assert len(a.snapshot().tables["orders"]) == 4
+        assert b.snapshot() == seed
+        a.reset()
+        assert a.snapshot() == seed
+        assert a.call("create_order", {"customer_id": 2, "amount": 7}).value["id"] == 4
+
+
+@pytest.mark.parametrize(("tool", "code"), [("spin", "timeout"), ("hog", "resource_limit"), ("fork_bomb", None)])
+def test_runaway_tools_are_env_errors(shop, tool, code):
+    with shop.session() as s:
+        before = s.snapshot()
+        r = s.call(tool)
+        assert not r.ok and r.env_error
+        assert r.error.code == (code or r.error.code) and r.error.code in {"timeout", "resource_limit"}
+        assert s.snapshot() == before
+        assert s.call("get_order", {"order_id": 1}).ok
+
+
+@pytest.mark.parametrize(("tool", "code"), [("crash", "worker_crashed"), ("stubborn", "timeout")])
+def test_killed_worker_is_replaced_and_neighbours_keep_state(pool, shop, tool, code):
+    sessions = [shop.session() for _ in range(4)]
+    victim = sessions[0]
+    neighbours = [s for s in sessions[1:] if s.slot is victim.slot]
+    assert neighbours, "sessions spread over 2 slots: one shares the victim's worker"
+    for i, s in enumerate(sessions):
+        assert s.call("create_order", {"customer_id": 1, "amount": i + 1}).ok
+    expected = {s.id: s.snapshot() for s in sessions}
+    generation = victim.slot.generation
+    r = victim.call(tool)
+    assert not r.ok and r.env_error and r.error.code == code
+    assert victim.slot.generation == generation + 1
+    for s in sessions:
+        assert s.snapshot() == expected[s.id]
+        s.close()
+
+
+def test_network_is_unreachable(shop):
+    if not capabilities(shop.pool).network_namespace:
+        pytest.skip("no network namespace on this machine (capabilities says so)")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    with shop.session() as s:
+        r = s.call("connect", {"port": port})
+    assert not r.ok and r.error.code == "tool_exception"
+    with pytest.raises(TimeoutError):
+        listener.accept()
+    listener.close()
+
+
+def test_writes_outside_the_state_fail(shop, tmp_path):
+    if not capabilities(shop.pool).mount_isolation:
+        pytest.skip("no mount isolation on this machine (capabilities says so)")
+    target = Path(__file__).parent / "escaped.txt"
+    with shop.session() as s:
+        r = s.call("write_file", {"path": str(target)})
+    assert not r.ok and "Read-only file system" in r.error.message
+    assert not target.exists()
+
+
+def test_tools_do_not_see_the_orchestrator_environment(shop, monkeypatch):
+    monkeypatch.setenv("FACTORY_TEST_SECRET", "hunter2")
+    shop.pool.slots[0].recover()  # a fresh worker, started while the secret is set
+    with shop.session() as s:
+        r = s.call("read_env")
+    assert r.ok
+    assert "FACTORY_TEST_SECRET" not in r.value and "hunter2" not in str(r.value)
+
+
+def test_files_backend_sessions(pool, tmp_path):
+    with Environment.open(make_bundle("notes", tmp_path), pool=pool) as env, env.session() as a, env.session() as b:
+        snap = a.snapshot()
+        assert [n["note_id"] for n in snap.tables["notes"]] == [1, 2]
+        assert a.call("add_note", {"title": "third"}).value == {"note_id": 3, "title": "third"}
+        failed = a.call("add_then_fail", {"title": "fourth"})
+        assert failed.error.code == "conflict"
+        assert [n["title"] for n in a.call("list_notes").value] == ["first", "second", "third"]
+        assert b.snapshot() == snap
+        a.reset()
+        assert a.snapshot() == snap
+
+
+def test_run_program_forwards_tool_calls(shop):
+    program = (
+        "def solve(tools):\n"
+        "    open_orders = tools.list_orders(status='open')['items']\n"
+        "    made = tools.create_order(customer_id=2, amount=3)\n"
+        "    bad = tools.get_order(order_id='x')\n"
+        "    return {'open': len(open_orders), 'made': made['id'], 'bad': bad['error']['code']}\n"
+    )
+    with shop.session() as s:
+        run = s.run_program(program)
+        assert run.error is None
+        assert run.answer == {"open": 2, "made": 4, "bad": "invalid_arguments"}
+        assert [c.tool for c in run.calls] == ["list_orders", "create_order", "get_order"]
+        assert len(s.snapshot().tables["orders"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("source", "needle"),
+    [
+        ("def solve(tools):\n    while True:\n        pass\n", "timeout"),
+        ("import os\ndef solve(tools):\n    tools.list_orders()\n    os._exit(9)\n", "worker_crashed"),
+        ("def solve(tools):\n    return 1 / 0\n", "ZeroDivisionError"),
+    ],
+)
+def test_run_program_failures(shop, source, needle):
+    with shop.session() as s:
+        run = s.run_program(source, timeout_s=0.5)
+        assert run.answer is None and run.error is not None and needle in run.error
+        assert s.call("get_order", {"order_id": 1}).ok
+
+
+@pytest.mark.parametrize(
+    ("tools_py", "needle"),
+    [("def broken(:\n", "does not compile"), ("raise ImportError('no such thing')\n", "no such thing")],
+)
+def test_bad_tools_py_is_a_load_error(pool, tmp_path, tools_py, needle):
+    bundle = make_bundle("shop", tmp_path)
+    (bundle / "tools.py").write_text(tools_py)
+    with pytest.raises(EnvironmentLoadError, match=needle):
+        Environment.open(bundle, pool=pool)
+
+
+def test_concurrent_threads_on_separate_sessions(shop):
+    errors: list[str] = []
+
+    def work(i: int) -> None:
+        with shop.session() as s:
+            for j in range(20):
+                if not s.call("create_order", {"customer_id": 1, "amount": 1}).ok:
+                    errors.append(f"{i}:{j}")
+            if len(s.snapshot().tables["orders"]) != 23:
+                errors.append(f"{i}: wrong count")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
