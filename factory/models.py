@@ -126,6 +126,8 @@ class EntitySpec(Model):
     primary_key: str = "id"
     description: str = ""
     rules: list[Rule] = Field(default_factory=list)
+    # Text before the number in generated ids ("ord_" -> "ord_0001"); None for keys that are not generated.
+    id_prefix: str | None = None
 
 
 TopicSource = Literal["catalog", "mcp", "mcp-registry", "openapi", "prd", "agent-world"]
@@ -139,6 +141,7 @@ class Topic(Model):
     description: str
     source: TopicSource = "catalog"
     category_hint: str | None = None  # a catalog's own l1 grouping, if it has one
+    taxonomy_hint: TaxonomyPath | None = None  # the bundled catalog's own l1/l2/l3 placement
     tools: list[ToolSpec]
     entities: list[EntitySpec] = Field(default_factory=list)  # known entities (OpenAPI); else inferred
     origin: str | None = None  # file path or URL the topic was read from

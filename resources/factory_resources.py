@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
 import dagster as dg
 from pydantic import Field
 
 from factory.llm import LLMGateway, configured_model
+from factory.sandbox import Limits, SandboxPool, configure_default_pool
 from factory.store import Store
 
 
@@ -37,6 +40,15 @@ class SandboxResource(dg.ConfigurableResource):
         default_factory=lambda: float(os.environ.get("FACTORY_SANDBOX_CALL_TIMEOUT_S", "5")),
         description="Wall-clock limit of one tool call.",
     )
+
+    @contextlib.contextmanager
+    def pool(self) -> Iterator[SandboxPool]:
+        """A sandbox pool with these settings as the process-wide default for the duration of a step."""
+        pool = configure_default_pool(self.workers or None, Limits(timeout_s=self.call_timeout_s))
+        try:
+            yield pool
+        finally:
+            pool.close()
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:

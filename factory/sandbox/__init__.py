@@ -12,6 +12,7 @@ from factory.sandbox.pool import (
     LocalRunner,
     SandboxPool,
     Slot,
+    configure_default_pool,
     default_pool,
     not_enforced,
     run_function,
@@ -66,6 +67,7 @@ __all__ = [
     "WorkerTimeout",
     "capabilities",
     "compile_schema",
+    "configure_default_pool",
     "default_pool",
     "run_function",
 ]

@@ -280,6 +280,19 @@ def default_pool() -> SandboxPool:
         return _default
 
 
+def configure_default_pool(size: int | None = None, limits: Limits | None = None) -> SandboxPool:
+    """Replace the process-wide pool with one of this size and these limits (the Dagster sandbox resource)."""
+    global _default
+    from factory.sandbox.docker_runner import DockerRunner
+
+    with _default_lock:
+        if _default is not None and not _default.closed:
+            _default.close()
+        _default = SandboxPool(size=size, limits=limits, runner=DockerRunner.detect())
+        atexit.register(_default.close)
+        return _default
+
+
 def run_function(
     source: str, entry: str, kwargs: dict[str, Any] | None = None, limits: Limits | None = None
 ) -> ToolResult:
