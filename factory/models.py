@@ -212,6 +212,7 @@ class EnvSpec(Model):
 class TestExpect(Model):
     """What a test case expects: an error code, or success whose result contains `match`."""
 
+    __test__ = False  # not a pytest class
     ok: bool = True
     error_code: str | None = None
     match: Any = None  # subset the result must contain (dict keys / list item / scalar equality)

@@ -1,0 +1,133 @@
+"""The tool gate: run each generated test case in a fresh sandbox session and keep the tools that pass.
+
+A tool is kept when its test accuracy is above the threshold; the environment is kept when its tools.py
+compiles (imports in the sandbox) and at least one tested tool is kept. Everything dropped gets a reason,
+including tools that got no code (no inferred operation) or no tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from factory.envs.bundle import Bundle
+from factory.envs.codegen import unsupported_tools
+from factory.models import GateReport, TestCase, ToolReport, ToolResult
+
+MAX_FAILURES_LISTED = 5
+
+
+def matches(expected: Any, actual: Any) -> bool:
+    """Subset match: dict keys recursively, each expected list item somewhere in the list, numbers by value."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(k in actual and matches(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list):
+        return isinstance(actual, list) and all(any(matches(e, a) for a in actual) for e in expected)
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return expected == actual and type(expected) is type(actual)
+    if isinstance(expected, int | float) and isinstance(actual, int | float):
+        return math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-9)
+    return expected == actual
+
+
+def check_case(case: TestCase, result: ToolResult) -> str | None:
+    """Why `result` does not meet the case's expectation, or None when it does."""
+    expect = case.expect
+    if not expect.ok:
+        if result.ok:
+            return f"expected error {expect.error_code}, got success {_short(result.value)}"
+        code = result.error.code if result.error else None
+        if expect.error_code and code != expect.error_code:
+            return f"expected error {expect.error_code}, got {code}: {result.error.message if result.error else ''}"
+        return None
+    if not result.ok:
+        err = result.error
+        return f"expected success, got error {err.code if err else '?'}: {err.message if err else ''}"
+    if expect.match is not None and not matches(expect.match, result.value):
+        return f"result {_short(result.value)} does not contain {_short(expect.match)}"
+    if expect.count is not None:
+        items = result.value.get("items") if isinstance(result.value, dict) else result.value
+        if not isinstance(items, list) or len(items) != expect.count:
+            n = len(items) if isinstance(items, list) else "no list"
+            return f"expected {expect.count} items, got {n}"
+    return None
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _tool_reports(cases: list[TestCase], results: list[ToolResult], threshold: float) -> dict[str, ToolReport]:
+    by_tool: dict[str, list[tuple[TestCase, ToolResult]]] = defaultdict(list)
+    for case, result in zip(cases, results, strict=True):
+        by_tool[case.tool].append((case, result))
+    reports = {}
+    for name, pairs in sorted(by_tool.items()):
+        failures = []
+        for case, result in pairs:
+            why = check_case(case, result)
+            if why is not None:
+                failures.append(f"{case.name or case.tool}: {why}")
+        passed = len(pairs) - len(failures)
+        accuracy = passed / len(pairs)
+        reports[name] = ToolReport(
+            cases=len(pairs),
+            passed=passed,
+            accuracy=round(accuracy, 4),
+            kept=accuracy > threshold,
+            failures=failures[:MAX_FAILURES_LISTED],
+        )
+    return reports
+
+
+def run_gate(bundle_dir: Path, cases: list[TestCase], threshold: float = 0.5) -> GateReport:
+    """Gate the bundle at `bundle_dir` with `cases`, each run in a fresh session through the runtime."""
+    from factory.envs.runtime import Environment, EnvironmentLoadError
+
+    spec = Bundle.open(bundle_dir).spec
+    no_code = unsupported_tools(spec)
+    try:
+        env = Environment.open(bundle_dir)
+    except EnvironmentLoadError as e:
+        return GateReport(
+            compiled=False,
+            compile_error=str(e),
+            kept=False,
+            reasons=[f"tools.py does not load: {e}"],
+            threshold=threshold,
+        )
+    known = {t.name for t in spec.tools}
+    runnable = [c for c in cases if c.tool in known]
+    with env:
+        results = []
+        with env.session() as session:
+            for case in runnable:
+                session.reset()
+                results.append(session.call(case.tool, case.args))
+    reports = _tool_reports(runnable, results, threshold)
+    reasons = []
+    for tool in spec.tools:
+        if tool.name not in reports and tool.name in no_code:
+            reasons.append(f"{tool.name}: dropped, no code generated ({no_code[tool.name]})")
+        elif tool.name not in reports:
+            reasons.append(f"{tool.name}: dropped, no tests could be generated for it")
+        elif not reports[tool.name].kept:
+            r = reports[tool.name]
+            first = f"; first failure: {r.failures[0]}" if r.failures else ""
+            reasons.append(f"{tool.name}: dropped, {r.passed}/{r.cases} tests passed (needs > {threshold:.0%}){first}")
+    for name in sorted({c.tool for c in cases} - known):
+        reasons.append(f"{name}: tests name a tool the environment does not offer")
+    kept_tools = [t.name for t in spec.tools if t.name in reports and reports[t.name].kept]
+    if not kept_tools:
+        reasons.insert(0, "no tested tool passed the gate")
+    return GateReport(
+        compiled=True,
+        tools=reports,
+        kept_tools=kept_tools,
+        kept=bool(kept_tools),
+        reasons=reasons,
+        threshold=threshold,
+    )

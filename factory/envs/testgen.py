@@ -1,0 +1,647 @@
+"""Offline tool test generation: cases whose expectations come from the seed rows, not from the tool code.
+
+For each tool with an operation: success cases (get an existing row, filtered and paginated lists, search,
+create/update/delete, aggregates recomputed from the rows, actions) and one case for each error the tool
+can return on purpose (not_found, invalid_arguments, invalid_reference, conflict, insufficient_<field>,
+invalid_transition). Every case runs in a fresh session, so each expectation is computed from the seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+from factory.envs.codegen import (
+    DEFAULT_LIMIT,
+    TIMESTAMP_FIELDS,
+    find_entity,
+    key_param,
+    param_field,
+    query_param,
+    searchable_fields,
+    unsupported_tools,
+)
+from factory.models import EntitySpec, EnvSpec, FieldSpec, TestCase, TestExpect, ToolSpec
+
+Rows = list[dict[str, Any]]
+MISSING_ID = "does-not-exist-0"
+MISSING_INT_ID = 987654321
+
+
+def _ok(match: Any = None, count: int | None = None) -> TestExpect:
+    return TestExpect(ok=True, match=match, count=count)
+
+
+def _fail(code: str) -> TestExpect:
+    return TestExpect(ok=False, error_code=code)
+
+
+def _round(value: Any) -> Any:
+    return round(value, 6) if isinstance(value, float) else value
+
+
+def next_id(keys: list[Any], integer: bool, prefix: str) -> Any:
+    """The id a create must return: one past the largest existing id, in the same shape."""
+    if integer:
+        return max((k for k in keys if isinstance(k, int)), default=0) + 1
+    numbered = [m for m in (re.fullmatch(r"(.*?)(\d+)", str(k)) for k in keys) if m]
+    if not numbered:
+        return f"{prefix}0001"
+    best = max(numbered, key=lambda m: int(m.group(2)))
+    width = len(best.group(2))
+    return f"{best.group(1)}{int(best.group(2)) + 1:0{width}d}"
+
+
+class _Cases:
+    """Builds the cases of one tool."""
+
+    def __init__(self, spec: EnvSpec, tool: ToolSpec, rows: dict[str, Rows], seed: int):
+        assert tool.operation is not None
+        self.spec, self.tool, self.op = spec, tool, tool.operation
+        entity = find_entity(spec.entities, self.op.entity)
+        assert entity is not None
+        self.entity = entity
+        self.all_rows = rows
+        self.pk = entity.primary_key
+        self.rows = self.rows_of(entity)
+        self.props: dict[str, dict] = dict(tool.parameters.get("properties") or {})
+        self.required = [p for p in tool.parameters.get("required") or [] if p in self.props]
+        self.fields = {f.name: f for f in entity.fields}
+        self.key = key_param(entity, self.props)
+        self.rng = random.Random(f"{seed}:{tool.name}")
+        self.cases: list[TestCase] = []
+        self.base: dict[str, Any] = {}  # required filters every case of a list/search/aggregate carries
+
+    def rows_of(self, entity: EntitySpec) -> Rows:
+        return sorted(self.all_rows.get(entity.table, []), key=lambda r: r[entity.primary_key])
+
+    def required_filters(self) -> bool:
+        """Fix a value for each required filter of a list/search/aggregate; the cases then see only those rows."""
+        for p in self.required:
+            if p in ("query", "limit", "offset", "field", "group_by", query_param(self.props)):
+                continue
+            f = param_field(self.entity, p)
+            values = [r[f.name] for r in self.rows if f is not None and r.get(f.name) is not None]
+            if f is None or not values:
+                return False
+            value = self.rng.choice(values)
+            self.base[p] = value
+            self.rows = [r for r in self.rows if r.get(f.name) == value]
+        return True
+
+    def add(self, what: str, args: dict[str, Any], expect: TestExpect) -> None:
+        args = {**self.base, **args}
+        for p in self.required:
+            if p not in args:
+                args[p] = self.filler(p)
+        self.cases.append(TestCase(tool=self.tool.name, args=args, expect=expect, name=f"{self.tool.name}: {what}"))
+
+    def missing_id(self, param: str | None) -> Any:
+        """An id no row has that the parameter's schema still accepts."""
+        typ = (self.props.get(param or "") or {}).get("type")
+        if typ == "integer":
+            return MISSING_INT_ID
+        if param is None or self.allows(param, MISSING_ID):
+            return MISSING_ID
+        taken = {str(r.get(f.name)) for e in self.spec.entities for r in self.rows_of(e) for f in e.fields}
+        return self.shaped(param, sorted(taken), taken) or MISSING_ID
+
+    def shaped(self, param: str, examples: list[str], taken: set[str]) -> str | None:
+        """A string like one of `examples` (a character changed) that the schema accepts and is not taken."""
+        classes = ("0123456789", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+        for example in [*examples, "NEW-0001", "+1 555 0100", "new value", "USD", "AB12"]:
+            for i in range(len(example) - 1, -1, -1):
+                chars = next((c for c in classes if example[i] in c), "")
+                for c in chars:
+                    candidate = example[:i] + c + example[i + 1 :]
+                    if candidate not in taken and self.allows(param, candidate):
+                        return candidate
+        return None
+
+    def shown(self, row: dict[str, Any], n: int = 3) -> dict[str, Any]:
+        """The key plus a few stable fields of `row` (no timestamps) a result must carry."""
+        out = {self.pk: row[self.pk]}
+        stable = [k for k, v in row.items() if k != self.pk and k not in TIMESTAMP_FIELDS and v is not None]
+        for k in stable[:n]:
+            out[k] = _round(row[k])
+        return out
+
+    def filler(self, p: str) -> Any:
+        """A valid value for a required parameter the case is not about (a reason, a note, a fee)."""
+        f = param_field(self.entity, p)
+        if f is not None:
+            return self.fresh_value(p, f, "test")
+        prop = self.props.get(p) or {}
+        if prop.get("enum"):
+            return prop["enum"][0]
+        typ = prop.get("type")
+        if typ in ("integer", "number"):
+            low = prop.get("minimum", 1)
+            return int(max(low, 1)) if typ == "integer" else float(max(low, 1))
+        if typ == "boolean":
+            return True
+        return self.shaped(p, [], set()) if not self.allows(p, "test value") else "test value"
+
+    def referrers(self) -> list[tuple[EntitySpec, str, str]]:
+        out = []
+        for other in self.spec.entities:
+            for f in other.fields:
+                ent, _, ref = (f.references or "").partition(".")
+                if f.references and ent in (self.entity.name, self.entity.table):
+                    out.append((other, f.name, ref or self.pk))
+        return out
+
+    def referenced(self, row: dict[str, Any]) -> bool:
+        return any(any(r.get(fk) == row.get(ref) for r in self.rows_of(other)) for other, fk, ref in self.referrers())
+
+    def non_negative(self, name: str) -> bool:
+        return any(r.kind == "non_negative" and r.field == name for r in self.entity.rules)
+
+    def consumes(self) -> list[tuple[str, EntitySpec, str, str]]:
+        out = []
+        for rule in self.entity.rules:
+            if rule.kind != "consumes" or not rule.field or not rule.target or rule.field not in self.fields:
+                continue
+            ent, _, sf = rule.target.partition(".")
+            supply = find_entity(self.spec.entities, ent)
+            if supply is None:
+                continue
+            fks = [
+                f.name
+                for f in self.entity.fields
+                if f.references and f.references.split(".")[0] in (supply.name, supply.table)
+            ]
+            if fks:
+                out.append((rule.field, supply, sf, fks[0]))
+        return out
+
+    def field_params(self) -> dict[str, FieldSpec]:
+        return {p: f for p in self.props if (f := param_field(self.entity, p)) is not None}
+
+    def allows(self, param: str, value: Any) -> bool:
+        """Whether the schema itself accepts `value` (else the runtime answers invalid_arguments first)."""
+        prop = self.props.get(param) or {}
+        if "enum" in prop and value not in prop["enum"]:
+            return False
+        if isinstance(value, str):
+            pattern = prop.get("pattern")
+            if isinstance(pattern, str) and not re.search(pattern, value):
+                return False
+            if len(value) < prop.get("minLength", 0) or len(value) > prop.get("maxLength", len(value)):
+                return False
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if "minimum" in prop and value < prop["minimum"]:
+                return False
+            if "maximum" in prop and value > prop["maximum"]:
+                return False
+        return True
+
+    # values for new rows
+
+    def ref_values(self, f: FieldSpec) -> list[Any]:
+        ent, _, ref = (f.references or "").partition(".")
+        target = find_entity(self.spec.entities, ent)
+        if target is None:
+            return []
+        return [r[ref or target.primary_key] for r in self.rows_of(target)]
+
+    def fresh_value(self, param: str, f: FieldSpec, tag: str) -> Any:
+        """A valid value for field `f` that no row holds yet (for unique fields) and the schema accepts."""
+        prop = self.props.get(param) or {}
+        if f.references:
+            values = self.ref_values(f)
+            return self.rng.choice(values) if values else None
+        choices = prop.get("enum") or f.enum
+        if choices:
+            return self.rng.choice(choices)
+        low = max(x for x in (f.minimum, prop.get("minimum"), 0) if x is not None)
+        high = min((x for x in (f.maximum, prop.get("maximum")) if x is not None), default=None)
+        if f.type == "integer" or prop.get("type") == "integer":
+            value = int(low) + 2
+            return min(value, int(high)) if high is not None else value
+        if f.type == "number":
+            value = float(low) + 12.5
+            return min(value, float(high)) if high is not None else value
+        if f.type == "boolean":
+            return True
+        if f.type == "date":
+            return "2025-06-01"
+        if f.type == "datetime":
+            return "2025-06-01T12:00:00"
+        value = f"{tag}.{f.name}@example.org" if f.format == "email" else f"{tag} {f.name}".replace("_", " ")
+        if self.allows(param, value):
+            return value
+        existing = [str(r[f.name]) for r in self.rows if isinstance(r.get(f.name), str)]
+        if not f.unique:
+            fitting = [v for v in existing if self.allows(param, v)]
+            if fitting:
+                return self.rng.choice(fitting)
+        return self.shaped(param, existing, set(existing)) or value
+
+    # per kind
+
+    def build(self) -> list[TestCase]:
+        kind = self.op.kind if self.op.kind != "action" else f"action_{self.op.action}"
+        if self.op.kind in ("list", "search", "aggregate") and not self.required_filters():
+            return []
+        getattr(self, f"_{kind}")()
+        for p in self.required:
+            args = {k: v for k, v in self.valid_args().items() if k != p}
+            name = f"{self.tool.name}: missing {p}"
+            self.cases.append(TestCase(tool=self.tool.name, args=args, expect=_fail("invalid_arguments"), name=name))
+            break
+        return self.cases
+
+    def valid_args(self) -> dict[str, Any]:
+        """Arguments of the first success case, reused to make error cases differ in one argument."""
+        for c in self.cases:
+            if c.expect.ok:
+                return dict(c.args)
+        return {}
+
+    def _get(self) -> None:
+        if self.rows:
+            row = self.rng.choice(self.rows)
+            self.add("existing id", {self.key: row[self.pk]}, _ok(self.shown(row)))
+        self.add("unknown id", {self.key: self.missing_id(self.key)}, _fail("not_found"))
+
+    def filtered(self, predicate: Callable[[dict[str, Any]], bool]) -> Rows:
+        return [r for r in self.rows if predicate(r)]
+
+    def page_args(self) -> dict[str, Any]:
+        return {"limit": 100} if "limit" in self.props else {}
+
+    def expect_page(self, matched: Rows, limit: int | None = None, offset: int = 0) -> TestExpect:
+        limit = min(limit or self.default_limit(), 100)
+        page = matched[offset : offset + limit]
+        end = offset + limit
+        match: dict[str, Any] = {"total": len(matched), "next_offset": end if end < len(matched) else None}
+        if page:
+            match["items"] = [{self.pk: page[0][self.pk]}, {self.pk: page[-1][self.pk]}]
+        return _ok(match, len(page))
+
+    def default_limit(self) -> int:
+        default = (self.props.get("limit") or {}).get("default")
+        return default if isinstance(default, int) and default > 0 else DEFAULT_LIMIT
+
+    def _list(self) -> None:
+        self.add("no filter", {}, self.expect_page(self.rows))
+        if {"limit", "offset"} <= set(self.props) and len(self.rows) >= 2:
+            limit = max(1, len(self.rows) // 3)
+            for offset in (0, limit):
+                args = {"limit": limit, "offset": offset}
+                self.add(f"page at offset {offset}", args, self.expect_page(self.rows, limit, offset))
+        self.filter_cases()
+        if "limit" in self.props and self.allows("limit", 0):
+            self.add("limit 0", {"limit": 0}, _fail("invalid_arguments"))
+
+    def filter_cases(self) -> None:
+        fields = self.field_params()
+        for p, f in fields.items():
+            values = [r[f.name] for r in self.rows if r.get(f.name) is not None]
+            if not values or f.name == self.pk or p in self.base:
+                continue
+            value = self.rng.choice(values)
+            if not self.allows(p, value):
+                continue
+            matched = self.filtered(lambda r, n=f.name, v=value: r.get(n) == v)
+            self.add(f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, 100))
+        for p in self.props:
+            for bound in ("min_", "max_"):
+                name = p[len(bound) :]
+                f = self.fields.get(name)
+                if not p.startswith(bound) or f is None or f.type not in ("integer", "number", "date", "datetime"):
+                    continue
+                values = sorted(r[name] for r in self.rows if r.get(name) is not None)
+                if not values:
+                    continue
+                value = values[len(values) // 2]
+                if bound == "min_":
+                    matched = self.filtered(lambda r, n=name, v=value: r.get(n) is not None and r[n] >= v)
+                else:
+                    matched = self.filtered(lambda r, n=name, v=value: r.get(n) is not None and r[n] <= v)
+                self.add(f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, 100))
+
+    def _search(self) -> None:
+        fields = searchable_fields(self.entity)
+        qp = query_param(self.props)
+        if qp is None:
+            self._list()
+            return
+        texts = [r[f] for r in self.rows for f in fields if isinstance(r.get(f), str) and r[f].strip()]
+        if texts:
+            words = [w for w in re.split(r"\W+", self.rng.choice(texts)) if len(w) >= 3] or [texts[0][:3]]
+            word = self.rng.choice(words).upper()
+            needle = word.casefold()
+            matched = self.filtered(
+                lambda r: any(isinstance(r.get(f), str) and needle in r[f].casefold() for f in fields)
+            )
+            self.add(f"query {word!r}", {qp: word, **self.page_args()}, self.expect_page(matched, 100))
+        nothing = "zq-no-such-text-xj"
+        if not any(nothing in t.casefold() for t in texts):
+            self.add("query matching nothing", {qp: nothing}, _ok({"total": 0, "items": []}, 0))
+
+    def summary(self, rows: Rows, field: str | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"count": len(rows)}
+        if field:
+            values = [r[field] for r in rows if r.get(field) is not None]
+            out["sum"] = _round(sum(values))
+            out["avg"] = _round(sum(values) / len(values)) if values else None
+            out["min"] = min(values, default=None)
+            out["max"] = max(values, default=None)
+        return out
+
+    def _aggregate(self) -> None:
+        numeric = [f.name for f in self.entity.fields if f.type in ("integer", "number")]
+        field = self.op.field
+        args: dict[str, Any] = {}
+        if "field" in self.props and numeric:
+            field = field if field in numeric else self.rng.choice(numeric)
+            args["field"] = field
+        self.add("over all rows", args, _ok(self.summary(self.rows, field)))
+        if "group_by" in self.props:
+            groupable = [
+                f.name
+                for f in self.entity.fields
+                if (f.enum or f.references or f.type == "boolean") and self.allows("group_by", f.name)
+            ]
+            if groupable:
+                key = self.rng.choice(groupable)
+                groups: dict[Any, Rows] = {}
+                for r in self.rows:
+                    groups.setdefault(r.get(key), []).append(r)
+                expected = [{key: v, **self.summary(members, field)} for v, members in groups.items()]
+                self.add(f"grouped by {key}", {**args, "group_by": key}, _ok({"groups": expected}))
+            self.add("group_by unknown field", {**args, "group_by": "no_such_field"}, _fail("invalid_arguments"))
+        if "field" in self.props and self.allows("field", "no_such_field"):
+            self.add("field not numeric", {"field": "no_such_field"}, _fail("invalid_arguments"))
+
+    def _create(self) -> None:
+        params = self.field_params()
+        args: dict[str, Any] = {}
+        for p, f in params.items():
+            if f.name == self.pk and p not in self.required:
+                continue
+            if (self.props.get(p) or {}).get("type") in ("array", "object"):
+                if p in self.required:
+                    args[p] = [] if self.props[p]["type"] == "array" else {}
+                continue
+            if f.name in TIMESTAMP_FIELDS:
+                continue
+            args[p] = self.fresh_value(p, f, "new")
+        consumes = self.consumes()
+        for qty, supply, sf, fk in consumes:
+            fk_param = next((p for p, f in params.items() if f.name == fk), None)
+            qty_param = next((p for p, f in params.items() if f.name == qty), None)
+            stocked = [r for r in self.rows_of(supply) if (r.get(sf) or 0) >= 1]
+            if fk_param is None or qty_param is None or not stocked:
+                return
+            args[fk_param] = self.rng.choice(stocked)[supply.primary_key]
+            args[qty_param] = 1
+        if not self.free_together(args, params):
+            return
+        if any(v is None for v in args.values()):
+            return
+        expect = {params[p].name: _round(v) for p, v in args.items()}
+        for f in self.entity.fields:
+            if f.enum and f.name not in expect and f.name != self.pk:
+                expect[f.name] = f.enum[0]
+        if self.pk not in expect:
+            integer = self.fields[self.pk].type == "integer"
+            prefix = self.entity.id_prefix or f"{self.entity.name[:3]}_"
+            expect[self.pk] = next_id([r[self.pk] for r in self.rows], integer, prefix)
+        self.add("new row", args, _ok(expect))
+        self.error_cases(args, params, consumes)
+
+    def free_together(self, args: dict[str, Any], params: dict[str, FieldSpec]) -> bool:
+        """Make unique_together fields of `args` a new combination; False when none is free."""
+        by_field = {f.name: p for p, f in params.items()}
+        for rule in self.entity.rules:
+            names = rule.fields or []
+            if rule.kind != "unique_together" or not all(n in by_field for n in names):
+                continue
+            taken = {tuple(r.get(n) for n in names) for r in self.rows}
+            options = [names[0]]
+            for _ in range(20):
+                if tuple(args[by_field[n]] for n in names) not in taken:
+                    break
+                for n in options:
+                    args[by_field[n]] = self.fresh_value(by_field[n], params[by_field[n]], "new")
+                options = names
+            else:
+                return False
+        return True
+
+    def error_cases(self, args: dict[str, Any], params: dict[str, FieldSpec], consumes: list) -> None:
+        """Each error the create can return, one argument away from a valid call."""
+        for p, f in params.items():
+            if f.references and self.allows(p, MISSING_ID):
+                self.add(f"{p} references nothing", {**args, p: self.missing_id(p)}, _fail("invalid_reference"))
+                break
+        for p, f in params.items():
+            if (f.unique or f.name == self.pk) and p in args:
+                values = [r[f.name] for r in self.rows if r.get(f.name) is not None and self.allows(p, r[f.name])]
+                if values:
+                    self.add(f"{p} already taken", {**args, p: values[0]}, _fail("conflict"))
+        by_field = {f.name: p for p, f in params.items()}
+        for rule in self.entity.rules:
+            names = rule.fields or []
+            if rule.kind == "unique_together" and self.rows and all(by_field.get(n) in args for n in names):
+                row = self.rows[0]
+                if all(row.get(n) is not None for n in names):
+                    dup = {**args, **{by_field[n]: row[n] for n in names}}
+                    self.add("same " + ", ".join(names) + " as an existing row", dup, _fail("conflict"))
+            if rule.kind == "non_negative" and rule.field in by_field and by_field[rule.field] in args:
+                p = by_field[rule.field]
+                if self.allows(p, -1):
+                    self.add(f"negative {p}", {**args, p: -1}, _fail(f"insufficient_{rule.field}"))
+        for qty, supply, sf, fk in consumes:
+            target = args[by_field[fk]]
+            row = next(r for r in self.rows_of(supply) if r[supply.primary_key] == target)
+            too_much = (row.get(sf) or 0) + 1
+            if self.allows(by_field[qty], too_much):
+                self.add(
+                    f"{qty} above {supply.name} {sf}", {**args, by_field[qty]: too_much}, _fail(f"insufficient_{sf}")
+                )
+
+    def _update(self) -> None:
+        if self.key is None or not self.rows:
+            return
+        params = {p: f for p, f in self.field_params().items() if p != self.key and f.name != self.pk}
+        rule_fields = {n for r in self.entity.rules if r.kind == "unique_together" for n in r.fields or []}
+        consumes = self.consumes()
+        rule_fields |= {x for qty, _, _, fk in consumes for x in (qty, fk)}
+        plain = [p for p, f in params.items() if f.name not in rule_fields and f.name not in TIMESTAMP_FIELDS]
+        row = self.rng.choice(self.rows)
+        if plain:
+            p = self.rng.choice(plain)
+            f = params[p]
+            value = self.changed_value(p, f, row)
+            if value is not None:
+                self.add(
+                    f"change {p}",
+                    {self.key: row[self.pk], p: value},
+                    _ok({self.pk: row[self.pk], f.name: _round(value)}),
+                )
+                self.add("unknown id", {self.key: self.missing_id(self.key), p: value}, _fail("not_found"))
+        elif consumes:
+            self.change_quantity(row, params, consumes)
+        if params and not any(p in self.required for p in params):
+            self.add("nothing to change", {self.key: row[self.pk]}, _fail("invalid_arguments"))
+        for p, f in params.items():
+            if f.references and self.allows(p, MISSING_ID):
+                self.add(
+                    f"{p} references nothing",
+                    {self.key: row[self.pk], p: self.missing_id(p)},
+                    _fail("invalid_reference"),
+                )
+                break
+        for p, f in params.items():
+            others = [
+                r
+                for r in self.rows
+                if r[self.pk] != row[self.pk] and r.get(f.name) is not None and self.allows(p, r[f.name])
+            ]
+            if f.unique and others:
+                self.add(f"{p} taken by another row", {self.key: row[self.pk], p: others[0][f.name]}, _fail("conflict"))
+        by_field = {f.name: p for p, f in params.items()}
+        for qty, supply, sf, fk in consumes:
+            if qty not in by_field or row.get(fk) is None or row.get(qty) is None:
+                continue
+            target = next((r for r in self.rows_of(supply) if r[supply.primary_key] == row[fk]), None)
+            if target is None:
+                continue
+            too_much = (target.get(sf) or 0) + row[qty] + 1
+            if self.allows(by_field[qty], too_much):
+                args = {self.key: row[self.pk], by_field[qty]: too_much}
+                self.add(f"{qty} above {supply.name} {sf}", args, _fail(f"insufficient_{sf}"))
+
+    def change_quantity(self, row: dict[str, Any], params: dict[str, FieldSpec], consumes: list) -> None:
+        """A success case for an update whose only fields are consumed quantities: move to a quantity that fits."""
+        by_field = {f.name: p for p, f in params.items()}
+        for qty, supply, sf, fk in consumes:
+            target = next((r for r in self.rows_of(supply) if r[supply.primary_key] == row.get(fk)), None)
+            if qty not in by_field or target is None or not isinstance(row.get(qty), int | float):
+                continue
+            available = (target.get(sf) or 0) + row[qty]
+            value = 1 if row[qty] != 1 else 2
+            if value <= available and self.allows(by_field[qty], value):
+                args = {self.key: row[self.pk], by_field[qty]: value}
+                self.add(f"change {by_field[qty]}", args, _ok({self.pk: row[self.pk], qty: value}))
+                self.add("unknown id", {**args, self.key: self.missing_id(self.key)}, _fail("not_found"))
+                return
+
+    def changed_value(self, p: str, f: FieldSpec, row: dict[str, Any]) -> Any:
+        current = row.get(f.name)
+        choices = (self.props.get(p) or {}).get("enum") or f.enum
+        if choices:
+            others = [c for c in choices if c != current]
+            return self.rng.choice(others) if others else None
+        if f.references:
+            others = [v for v in self.ref_values(f) if v != current]
+            return self.rng.choice(others) if others else None
+        if f.type in ("integer", "number") and isinstance(current, int | float):
+            value = current + 1
+            return value if self.allows(p, value) and (f.maximum is None or value <= f.maximum) else None
+        return self.fresh_value(p, f, "changed")
+
+    def _delete(self) -> None:
+        if self.key is None:
+            return
+        free = [r for r in self.rows if not self.referenced(r)]
+        if free:
+            row = self.rng.choice(free)
+            self.add("unreferenced row", {self.key: row[self.pk]}, _ok({"deleted": True, self.key: row[self.pk]}))
+        busy = [r for r in self.rows if self.referenced(r)]
+        if busy:
+            self.add("row still referenced", {self.key: busy[0][self.pk]}, _fail("conflict"))
+        self.add("unknown id", {self.key: self.missing_id(self.key)}, _fail("not_found"))
+
+    def amount(self, integer_field: bool) -> int | float:
+        typ = (self.props.get(self.op.amount_param or "amount") or {}).get("type")
+        return 2 if integer_field or typ == "integer" else 2.5
+
+    def _action_increment(self, sign: int = 1) -> None:
+        name, amount_p = self.op.field or "", self.op.amount_param or "amount"
+        f = self.fields[name]
+        amount = self.amount(f.type == "integer")
+        candidates = [r for r in self.rows if isinstance(r.get(name), int | float)]
+        if sign < 0 and self.non_negative(name):
+            candidates = [r for r in candidates if r[name] >= amount]
+        if f.maximum is not None and sign > 0:
+            candidates = [r for r in candidates if r[name] + amount <= f.maximum]
+        if candidates:
+            row = self.rng.choice(candidates)
+            expect = {self.pk: row[self.pk], name: _round(row[name] + sign * amount)}
+            self.add(f"change {name} by {sign * amount}", {self.key: row[self.pk], amount_p: amount}, _ok(expect))
+            if self.allows(amount_p, 0):
+                self.add("zero amount", {self.key: row[self.pk], amount_p: 0}, _fail("invalid_arguments"))
+        if self.rows:
+            self.add("unknown id", {self.key: self.missing_id(self.key), amount_p: amount}, _fail("not_found"))
+        if sign < 0 and self.non_negative(name):
+            rows = [r for r in self.rows if isinstance(r.get(name), int | float)]
+            if rows:
+                row = self.rng.choice(rows)
+                too_much = int(row[name]) + 1 if f.type == "integer" else _round(row[name] + 1.5)
+                if self.allows(amount_p, too_much):
+                    self.add(
+                        f"more than the {name} left",
+                        {self.key: row[self.pk], amount_p: too_much},
+                        _fail(f"insufficient_{name}"),
+                    )
+
+    def _action_decrement(self) -> None:
+        self._action_increment(-1)
+
+    def _action_transition(self) -> None:
+        name, to_value, sources = self.op.field or "", self.op.to_value, self.op.from_values
+        allowed = [r for r in self.rows if (r.get(name) in sources if sources else True)]
+        if allowed:
+            row = self.rng.choice(allowed)
+            self.add(
+                f"{row.get(name)} -> {to_value}", {self.key: row[self.pk]}, _ok({self.pk: row[self.pk], name: to_value})
+            )
+        if sources:
+            refused = [r for r in self.rows if r.get(name) not in sources]
+            if refused:
+                row = self.rng.choice(refused)
+                self.add(
+                    f"{row.get(name)} -> {to_value} not allowed", {self.key: row[self.pk]}, _fail("invalid_transition")
+                )
+        self.add("unknown id", {self.key: self.missing_id(self.key)}, _fail("not_found"))
+
+    def _action_transfer(self) -> None:
+        name, ent, amount_p = self.op.field or "", self.entity.name, self.op.amount_param or "amount"
+        src_p, dst_p = f"from_{ent}_id", f"to_{ent}_id"
+        amount = self.amount(self.fields[name].type == "integer")
+        rich = [r for r in self.rows if isinstance(r.get(name), int | float) and r[name] >= amount]
+        if not rich or len(self.rows) < 2:
+            return
+        src = self.rng.choice(rich)
+        dst = self.rng.choice([r for r in self.rows if r[self.pk] != src[self.pk]])
+        args = {src_p: src[self.pk], dst_p: dst[self.pk], amount_p: amount}
+        expect = {
+            "from": {self.pk: src[self.pk], name: _round(src[name] - amount)},
+            "to": {self.pk: dst[self.pk], name: _round((dst.get(name) or 0) + amount)},
+        }
+        self.add(f"move {amount} {name}", args, _ok(expect))
+        self.add("to an unknown id", {**args, dst_p: self.missing_id(dst_p)}, _fail("not_found"))
+        self.add("to the same row", {**args, dst_p: src[self.pk]}, _fail("invalid_arguments"))
+        if self.non_negative(name):
+            too_much = int(src[name]) + 1 if self.fields[name].type == "integer" else _round(src[name] + 1.5)
+            if self.allows(amount_p, too_much):
+                self.add(f"more than the {name} left", {**args, amount_p: too_much}, _fail(f"insufficient_{name}"))
+
+
+def generate_tests(spec: EnvSpec, rows: dict[str, Rows], seed: int) -> list[TestCase]:
+    """Test cases for every tool that gets code, expectations computed from the seed `rows`."""
+    plain = json.loads(json.dumps(rows, default=str))
+    skipped = unsupported_tools(spec)
+    cases: list[TestCase] = []
+    for tool in spec.tools:
+        if tool.operation is not None and tool.name not in skipped:
+            cases.extend(_Cases(spec, tool, plain, seed).build())
+    return cases

@@ -1,0 +1,44 @@
+"""`factory build-env` through typer's CliRunner: exit 0 when kept, non-zero with reasons otherwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from factory.cli import app
+from factory.envs import build as build_module
+
+
+def test_build_env_kept_exits_zero(tmp_path: Path):
+    result = CliRunner().invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "shop"), "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert "kept:" in result.output and (tmp_path / "shop" / "report.json").is_file()
+
+
+def test_build_env_files_backend(tmp_path: Path):
+    args = ["build-env", "meeting-rooms", "--out", str(tmp_path / "rooms"), "--backend", "files"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "rooms" / "state").is_dir()
+
+
+def test_unknown_topic_and_bad_file_are_errors(tmp_path: Path):
+    runner = CliRunner()
+    unknown = runner.invoke(app, ["build-env", "no-such-topic", "--out", str(tmp_path / "x")])
+    assert unknown.exit_code == 2 and "no-such-topic" in unknown.output
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    broken = runner.invoke(app, ["build-env", str(bad), "--out", str(tmp_path / "y")])
+    assert broken.exit_code == 2 and "error:" in broken.output
+    backend = runner.invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "z"), "--backend", "csv"])
+    assert backend.exit_code == 2
+
+
+def test_rejected_environment_exits_non_zero_with_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(build_module, "generate_tools", lambda spec: "def broken(:\n")
+    result = CliRunner().invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "shop")])
+    assert result.exit_code == 1
+    assert "gate rejected the environment" in result.output and "does not load" in result.output
+    assert (tmp_path / "shop" / "report.json").is_file()
