@@ -4,7 +4,6 @@ Each asset is one stage of the offline (or LLM) environment generator; each runs
 category and reuses the environments whose inputs did not change.
 """
 
-from __future__ import annotations
 
 import dagster as dg
 

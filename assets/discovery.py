@@ -1,6 +1,5 @@
 """Discovery: topics mined from the catalog and tool sources, organised into a taxonomy."""
 
-from __future__ import annotations
 
 import dagster as dg
 

@@ -33,9 +33,15 @@ def sha256_bytes(data: bytes) -> str:
 
 def canonical_json(value: Any) -> bytes:
     """JSON bytes that hash the same for equal values (sorted keys, no whitespace)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_jsonable).encode()
+
+
+def _jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        return value.model_dump(mode="json")
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot hash a {type(value).__name__} as JSON")
 
 
 def hash_value(value: Any) -> str:

@@ -25,18 +25,16 @@ def bookkeeping_columns(entities: list[EntitySpec]) -> list[str]:
     return [f"{e.table}.{f.name}" for e in entities for f in e.fields if f.name in TIMESTAMP_FIELDS]
 
 
-def build_bundle(
+def draft_environment(
     topic: Topic,
-    out: Path,
     *,
     seed: int = 0,
     backend: StateBackend = "sqlite",
     taxonomy: TaxonomyPath | None = None,
     lineage: Lineage | None = None,
-) -> GateReport:
-    """Build and gate the environment of `topic` into the directory `out`; returns the gate's report."""
+) -> tuple[EnvSpec, dict[str, list[dict]]]:
+    """The mined dataset of a topic: its env.json before the gate (every tool) and its seeded rows."""
     from factory.envs.entities import infer_entities
-    from factory.envs.state import write_files_state, write_sqlite_state
     from factory.mining.procedural import generate_rows
 
     entities, tools = infer_entities(topic)
@@ -53,21 +51,52 @@ def build_bundle(
         bookkeeping=bookkeeping_columns(entities),
         lineage=lineage or Lineage(stage="build_env", code_version=CODE_VERSION, inputs={"topic": hash_value(topic)}),
     )
-    rows = generate_rows(entities, seed)
-    with atomic_dir(Path(out)) as tmp:
-        if backend == "sqlite":
-            write_sqlite_state(entities, rows, tmp)
-        else:
-            write_files_state(entities, rows, tmp)
-        write_text_atomic(tmp / TOOLS_PY, generate_tools(spec))
-        cases = generate_tests(spec, rows, seed)
-        write_json_atomic(tmp / ENV_JSON, spec)
-        report = run_gate(tmp, cases)
-        kept = set(report.kept_tools)
-        write_json_atomic(tmp / ENV_JSON, spec.model_copy(update={"tools": [t for t in tools if t.name in kept]}))
-        write_json_atomic(tmp / TESTS_JSON, [c.model_dump(mode="json") for c in cases if c.tool in kept])
-        write_json_atomic(tmp / REPORT_JSON, report)
+    return spec, generate_rows(entities, seed)
+
+
+def write_state(spec: EnvSpec, rows: dict[str, list[dict]], out: Path) -> None:
+    """The database of the environment: schema.sql + seed.sqlite, or state/ collections."""
+    from factory.envs.state import write_files_state, write_sqlite_state
+
+    if spec.backend == "sqlite":
+        write_sqlite_state(spec.entities, rows, out)
+    else:
+        write_files_state(spec.entities, rows, out)
+
+
+def tool_code(spec: EnvSpec) -> str:
+    """tools.py of the environment."""
+    return generate_tools(spec)
+
+
+def gate_environment(spec: EnvSpec, rows: dict[str, list[dict]], out: Path) -> GateReport:
+    """Generate the tool tests into a bundle that has its state and tools.py, run the gate, and write
+    env.json (kept tools only), tests.json and report.json."""
+    cases = generate_tests(spec, rows, spec.seed)
+    write_json_atomic(out / ENV_JSON, spec)
+    report = run_gate(out, cases)
+    kept = set(report.kept_tools)
+    write_json_atomic(out / ENV_JSON, spec.model_copy(update={"tools": [t for t in spec.tools if t.name in kept]}))
+    write_json_atomic(out / TESTS_JSON, [c.model_dump(mode="json") for c in cases if c.tool in kept])
+    write_json_atomic(out / REPORT_JSON, report)
     return report
+
+
+def build_bundle(
+    topic: Topic,
+    out: Path,
+    *,
+    seed: int = 0,
+    backend: StateBackend = "sqlite",
+    taxonomy: TaxonomyPath | None = None,
+    lineage: Lineage | None = None,
+) -> GateReport:
+    """Build and gate the environment of `topic` into the directory `out`; returns the gate's report."""
+    spec, rows = draft_environment(topic, seed=seed, backend=backend, taxonomy=taxonomy, lineage=lineage)
+    with atomic_dir(Path(out)) as tmp:
+        write_state(spec, rows, tmp)
+        write_text_atomic(tmp / TOOLS_PY, tool_code(spec))
+        return gate_environment(spec, rows, tmp)
 
 
 def resolve_topic(source: str) -> Topic:
