@@ -196,6 +196,7 @@ class EnvSpec(Model):
     tools: list[ToolSpec]
     entities: list[EntitySpec] = Field(default_factory=list)
     seed: int = 0
+    scale: float = 1.0  # row-count multiplier of the seeded data (complexify raises it)
     version: int = 1
     parent: str | None = None  # content hash of the bundle this one was complexified from
     # State columns a verifier ignores (timestamps, audit logs): "table.column" or "table.*".

@@ -32,6 +32,7 @@ def draft_environment(
     backend: StateBackend = "sqlite",
     taxonomy: TaxonomyPath | None = None,
     lineage: Lineage | None = None,
+    scale: float = 1.0,
 ) -> tuple[EnvSpec, dict[str, list[dict]]]:
     """The mined dataset of a topic: its env.json before the gate (every tool) and its seeded rows."""
     from factory.envs.entities import infer_entities
@@ -48,10 +49,11 @@ def draft_environment(
         tools=tools,
         entities=entities,
         seed=seed,
+        scale=scale,
         bookkeeping=bookkeeping_columns(entities),
         lineage=lineage or Lineage(stage="build_env", code_version=CODE_VERSION, inputs={"topic": hash_value(topic)}),
     )
-    return spec, generate_rows(entities, seed)
+    return spec, generate_rows(entities, seed, scale)
 
 
 def write_state(spec: EnvSpec, rows: dict[str, list[dict]], out: Path) -> None:

@@ -295,7 +295,7 @@ _TRANSITIONS: dict[str, tuple[list[str], list[str] | None]] = {
     "check_out": (["checked_out", "completed"], ["checked_in"]),
     "escalate": (["escalated"], None),
     "hold": (["on_hold"], None),
-    "return": (["returned"], ["delivered", "shipped", "completed"]),
+    "return": (["returned"], ["active", "borrowed", "checked_out", "rented", "on_loan", "delivered", "shipped"]),
     "expire": (["expired"], None),
     "revoke": (["revoked"], None),
     "acknowledge": (["acknowledged"], None),
@@ -1204,7 +1204,7 @@ def _build_entities(plans: list[_Plan]) -> list[EntitySpec]:
 
 def _existing_counter(d: _Draft) -> str | None:
     for name, f in d.fields.items():
-        if name in _NON_NEGATIVE and f.type in ("integer", "number"):
+        if _is_counter(name) and f.type in ("integer", "number"):
             return name
     return None
 
@@ -1221,7 +1221,18 @@ def _initial_state(verbs: set[str]) -> str:
         return "open"
     if verbs & {"publish", "unpublish"}:
         return "draft"
-    if verbs & {"deactivate", "suspend", "archive", "pause", "block", "disable", "lock", "unarchive", "unblock"}:
+    if verbs & {
+        "deactivate",
+        "suspend",
+        "archive",
+        "pause",
+        "block",
+        "disable",
+        "lock",
+        "unarchive",
+        "unblock",
+        "return",
+    }:
         return "active"
     return "pending"
 
@@ -1332,6 +1343,8 @@ def _add_rules(entities: list[EntitySpec], drawn: set[tuple[str, str]] | frozens
                 kind = "number" if f.name in _SPEND_FIELDS else "integer"
                 names = {pf.name for pf in parent.fields if pf.type == kind}
                 hit = next((t for t in _consumable_fields(f.name, parent.name) if t in names), None)
+                if hit is None and kind == "integer" and f.name in _QUANTITY_FIELDS | _SEAT_FIELDS:
+                    hit = next((pf.name for pf in parent.fields if pf.name in names and _is_counter(pf.name)), None)
                 if hit:
                     consumes.setdefault(e.name, []).append(
                         Rule(kind="consumes", field=f.name, target=f"{parent.name}.{hit}")
@@ -1342,7 +1355,7 @@ def _add_rules(entities: list[EntitySpec], drawn: set[tuple[str, str]] | frozens
         rules = list(e.rules)
         have = {(r.kind, r.field, r.target) for r in rules}
         for f in e.fields:
-            counter = f.name in _NON_NEGATIVE or f.name.endswith("_remaining") or (e.name, f.name) in drawn
+            counter = _is_counter(f.name) or (e.name, f.name) in drawn
             if f.type in ("integer", "number") and counter and ("non_negative", f.name, None) not in have:
                 rules.append(Rule(kind="non_negative", field=f.name))
         rules += [r for r in consumes.get(e.name, []) if (r.kind, r.field, r.target) not in have]
@@ -1350,6 +1363,15 @@ def _add_rules(entities: list[EntitySpec], drawn: set[tuple[str, str]] | frozens
         if e.name in _JOIN_ENTITIES and len(fks) == 2 and not any(r.kind == "unique_together" for r in rules):
             rules.append(Rule(kind="unique_together", fields=fks))
         entities[i] = e.model_copy(update={"rules": rules})
+
+
+def _is_counter(name: str) -> bool:
+    """What is left of something: stock, seats_available, copies_left, remaining_budget, balance."""
+    return (
+        name in _NON_NEGATIVE
+        or name.endswith(("_remaining", "_available", "_left", "_in_stock", "_stock", "_on_hand"))
+        or name.startswith(("available_", "remaining_"))
+    )
 
 
 def _consumable_fields(name: str, parent: str) -> list[str]:
