@@ -535,6 +535,8 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
         tests = _probe_expectations(tmp, cases)
         write_json_atomic(tmp / TESTS_JSON, [c.model_dump(mode="json") for c in tests])
         report = _explain(run_gate(tmp, tests), tools, problems)
+        kept = set(report.kept_tools)
+        write_json_atomic(tmp / ENV_JSON, spec.model_copy(update={"tools": [t for t in spec.tools if t.name in kept]}))
         write_json_atomic(tmp / REPORT_JSON, report)
     return report
 

@@ -106,11 +106,12 @@ def test_sessions_have_private_state_and_ignore_the_orchestrators_db_dir(library
     assert hash_dir(LIBRARY) == release_hash
 
 
-def test_a_write_that_crashes_leaves_the_state_as_it_was(recipes: Path) -> None:
+def test_a_tool_that_crashes_is_not_offered_and_the_rest_works(recipes: Path) -> None:
+    assert "rate_recipe" not in {t.name for t in Bundle.open(recipes).spec.tools}
     with Environment.open(recipes) as env, env.session() as s:
         before = s.snapshot().tables["recipes"]
         r = s.call("rate_recipe", {"recipe_id": "R01", "stars": 3})
-        assert not r.ok and r.error.code == "tool_exception" and "NameError" in r.error.message
+        assert not r.ok and r.error.code == "unknown_tool"
         assert s.snapshot().tables["recipes"] == before
         added = s.call("add_pantry_item", {"name": "Salmon", "quantity": 300, "unit": "g"})
         assert added.ok and added.value["item_id"] == "P005"
