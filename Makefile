@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 export FACTORY_HOME ?= $(CURDIR)/.factory
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DAGSTER_HOME ?= $(FACTORY_HOME)/dagster
+UI_HOST ?= 127.0.0.1
+UI_PORT ?= 3000
 
 .PHONY: install system-deps run test bench ui lint clean
 
@@ -45,8 +47,8 @@ bench: install
 
 ui: install
 	mkdir -p $(DAGSTER_HOME)
-	cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml 2>/dev/null || true
-	$(BIN)/dagster dev -m assets.definitions
+	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	$(BIN)/dagster dev -m assets.definitions -h $(UI_HOST) -p $(UI_PORT)
 
 lint: install
 	$(BIN)/ruff check .
