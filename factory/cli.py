@@ -10,6 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
+from factory.tasks.cli import tasks_cmd, verify_cmd
+
 app = typer.Typer(
     help="Agent World Factory: build executable tool-use environments, tasks and verifiers.",
     no_args_is_help=True,
@@ -17,6 +19,8 @@ app = typer.Typer(
 )
 import_app = typer.Typer(help="Import environments from other systems.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
+app.command("tasks")(tasks_cmd)
+app.command("verify")(verify_cmd)
 
 
 def _fail(message: str, code: int = 1) -> None:

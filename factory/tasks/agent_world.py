@@ -1,0 +1,168 @@
+"""Import the tasks of Agent-World release environments (FACTS.md, "The Agent-World release format").
+
+`environment_mix/questions/<id>.json` holds one question or a list of them: `task`, `reference_answer`,
+`grading_rubric {success_criteria[], verified_tool_chain[{tool, args}]}`. Each becomes a graph task whose
+gold is the verified chain and whose rubric is built offline from what can be checked mechanically:
+- state checks from the chain's effect, replayed in a fresh session of the imported bundle (rows created,
+  fields changed, rows deleted; bookkeeping columns left out);
+- answer checks for the values of the reference answer that the chain actually produced (ids, names,
+  numbers, dates), preferring those a success criterion names, whose text becomes the check's description.
+Free-text criteria that name no value are left to an LLM judge (a later stage). About half of the release
+cannot reproduce its chains (FACTS.md), so the tasks go through the same filter and audit as our own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from factory.envs.bundle import Bundle
+from factory.envs.importers import function_name
+from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
+from factory.tasks.filter import Solver
+from factory.tasks.synthesize import TaskSynthesis, curate_tasks
+from factory.verify.answers import answer_contains
+from factory.verify.audit import primary_keys
+from factory.verify.scoring import SessionFactory, environment_session_factory, replay_calls
+from factory.verify.state import ColumnFilter, StateDiff, state_diff
+
+CODE_VERSION = "agent-world-tasks-1"
+MAX_ANSWER_CHECKS = 4
+
+
+class GradingRubric(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    success_criteria: list[str] = Field(default_factory=list)
+    verified_tool_chain: list[ToolCall] = Field(default_factory=list)
+
+
+class AgentWorldQuestion(BaseModel):
+    """One released question; keys the release adds beyond these are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task: str
+    reference_answer: Any = None
+    grading_rubric: GradingRubric = Field(default_factory=GradingRubric)
+
+
+def questions_path(env_dir: str | Path) -> Path:
+    """Where the release keeps an environment's questions: `environment_mix/questions/<id>.json`."""
+    env_dir = Path(env_dir)
+    return env_dir.parent / "questions" / f"{env_dir.name}.json"
+
+
+def load_questions(path: str | Path) -> list[AgentWorldQuestion]:
+    """Read a questions file: one question object, a list of them, or `{"questions": [...]}`."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if isinstance(data, dict) and isinstance(data.get("questions"), list):
+        data = data["questions"]
+    items = data if isinstance(data, list) else [data]
+    return [AgentWorldQuestion.model_validate(item) for item in items]
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _leaves(v)]
+    return [value]
+
+
+def state_checks(diff: StateDiff, bookkeeping: list[str]) -> list[RubricCheck]:
+    """What the chain did to the state, as rubric checks (rows matched by their key)."""
+    cols = ColumnFilter(bookkeeping)
+    checks: list[RubricCheck] = []
+    for table, d in sorted(diff.tables.items()):
+        for row in d.added:
+            where = {k: v for k, v in row.items() if not cols.ignored(table, k) and not isinstance(v, dict | list)}
+            checks.append(RubricCheck(kind="row_exists", table=table, where=where))
+        if d.key is None:
+            for row in d.removed:
+                checks.append(RubricCheck(kind="row_absent", table=table, where=row))
+            continue
+        for change in d.changed:
+            for f, value in sorted(change.after.items()):
+                checks.append(
+                    RubricCheck(kind="field_equals", table=table, where={d.key: change.key}, field=f, value=value)
+                )
+        for row in d.removed:
+            checks.append(RubricCheck(kind="row_absent", table=table, where={d.key: row.get(d.key)}))
+    return checks
+
+
+def answer_checks(reference: str, produced: list[Any], criteria: list[str]) -> list[RubricCheck]:
+    """Values the chain produced that the reference answer states; those a criterion names come first."""
+    seen: set[str] = set()
+    candidates: list[tuple[bool, Any, str]] = []
+    for value in produced:
+        if isinstance(value, bool) or value is None or (isinstance(value, str) and len(value.strip()) < 2):
+            continue
+        mark = json.dumps(value)
+        if mark in seen or not answer_contains(reference, value):
+            continue
+        seen.add(mark)
+        criterion = next((c for c in criteria if answer_contains(c, value)), "")
+        candidates.append((bool(criterion), value, criterion))
+    named = [c for c in candidates if c[0]]
+    chosen = (named or candidates)[:MAX_ANSWER_CHECKS]
+    return [
+        RubricCheck(kind="answer_contains", value=v, description=c or f"the answer states {v}") for _, v, c in chosen
+    ]
+
+
+def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: SessionFactory, origin: str) -> Task:
+    """A released question as a Task; its rubric comes from replaying the verified chain once."""
+    chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
+    replay = replay_calls(session_factory, chain)
+    diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=primary_keys(spec))
+    produced = [leaf for r in replay.results if r.ok for leaf in _leaves(r.value)]
+    produced += [leaf for c in chain for leaf in _leaves(c.args)]
+    reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
+    rubric = state_checks(diff, spec.bookkeeping) + answer_checks(
+        reference, produced, q.grading_rubric.success_criteria
+    )
+    mutating = {t.name for t in spec.tools if t.mutates}
+    return Task(
+        id="",
+        env_id=spec.id,
+        kind="graph",
+        question=q.task,
+        answer=q.reference_answer,
+        gold=chain,
+        rubric=rubric,
+        difficulty=Difficulty(chain_length=len(chain)),
+        capabilities=["agent-world"],
+        mutates=any(c.tool in mutating for c in chain),
+        lineage=Lineage(stage="tasks", code_version=CODE_VERSION, inputs={"questions": origin}, generator="import"),
+    )
+
+
+def import_agent_world_tasks(
+    bundle_dir: str | Path,
+    questions_file: str | Path,
+    *,
+    seed: int = 0,
+    solver: Solver | None = None,
+    rubric_reward: str | None = None,
+) -> TaskSynthesis:
+    """Import the questions of one release environment (already imported as a bundle) through the filter
+    and the audit; dropped questions keep their reason."""
+    from factory.store import hash_file
+
+    started = time.perf_counter()
+    bundle = Bundle.open(bundle_dir)
+    spec = bundle.spec
+    questions = load_questions(questions_file)
+    env, session_factory = environment_session_factory(bundle)
+    with env:
+        origin = hash_file(Path(questions_file))
+        tasks = [question_task(spec, q, session_factory, origin) for q in questions]
+        return curate_tasks(
+            bundle, tasks, session_factory, seed=seed, solver=solver, rubric_reward=rubric_reward, started=started
+        )

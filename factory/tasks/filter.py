@@ -1,0 +1,215 @@
+"""The solvability filter (Agent-World, task synthesis): keep a task only if it can be done as asked.
+
+Checks, each with a reason code that `synthesize_tasks` counts:
+- `gold_fails`: the gold executes without an error (a chain call that fails, a program that raises);
+- `ungrounded_write`: every value a gold write uses appears in the question, in an earlier call's output
+  or in the parameter's schema default (τ²-bench's gold writes used ids no read returned, FACTS.md);
+  a program may compute numbers, so only its text values are held to this;
+- `no_state_change` / `unexpected_write`: a mutation task's gold changes the state, a read-only one's does not;
+- `already_satisfied`: the verifier fails on a no-op (AWM shipped initial states that passed already);
+- `unstable`: validation runs — `runs` attempts by a `Solver` in fresh sessions, of which at least
+  `min_successes` pass and reach the same end state. Offline the solver re-executes the gold, which catches
+  clock- and uuid-derived chains (half of the Agent-World release, FACTS.md); an LLM ReAct solver plugs in
+  through the same protocol.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol
+
+from factory.envs.bundle import Bundle
+from factory.graphs import GENERIC_PARAMS
+from factory.models import EnvSpec, Task, ToolCall, ToolResult, Trajectory, Verdict
+from factory.verify.answers import answer_contains, normalize_text
+from factory.verify.code import Runner
+from factory.verify.rubric import RubricReward
+from factory.verify.scoring import (
+    GoldRun,
+    SessionFactory,
+    VerdictCache,
+    gold_trajectory,
+    judge,
+    replay_calls,
+    run_gold,
+)
+from factory.verify.state import canonical_state_hash
+
+VALIDATION_RUNS = 5
+MIN_SUCCESSES = 2
+
+
+class Solver(Protocol):
+    """Attempts a task with tools; what it did is replayed and scored, never trusted."""
+
+    name: str
+
+    def solve(self, task: Task, session_factory: SessionFactory, rng: random.Random) -> Trajectory: ...
+
+
+class GoldSolver:
+    """The offline solver: the gold plan (a program runs again in a fresh session and re-reads its ids)."""
+
+    name = "gold"
+
+    def solve(self, task: Task, session_factory: SessionFactory, rng: random.Random) -> Trajectory:
+        return gold_trajectory(task, session_factory)[0]
+
+
+@dataclass
+class FilterResult:
+    kept: bool
+    reasons: list[str] = field(default_factory=list)
+    successes: int = 0
+    runs: int = 0
+    gold: GoldRun | None = None
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _key(value: Any) -> tuple[str, Any] | None:
+    """A comparable form of a scalar: numbers by value (5 == 5.0), text case-folded."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return ("n", Decimal(repr(value)).normalize()) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return ("s", normalize_text(value))
+    return None
+
+
+def _defaults(spec: EnvSpec, tool: str) -> dict[str, Any]:
+    try:
+        props = spec.tool(tool).parameters.get("properties", {})
+    except KeyError:
+        return {}
+    return {k: p["default"] for k, p in props.items() if isinstance(p, dict) and "default" in p}
+
+
+def _mutates(spec: EnvSpec, tool: str) -> bool:
+    try:
+        return spec.tool(tool).mutates
+    except KeyError:
+        return False
+
+
+def ungrounded_writes(
+    spec: EnvSpec, question: str, calls: list[ToolCall], results: list[ToolResult], numbers_free: bool = False
+) -> list[str]:
+    """Values of write calls that neither the question, an earlier output nor a schema default supplies."""
+    seen: set[tuple[str, Any]] = set()
+    problems: list[str] = []
+    for i, (call, result) in enumerate(zip(calls, results, strict=False)):
+        if _mutates(spec, call.tool):
+            defaults = _defaults(spec, call.tool)
+            for name, value in call.args.items():
+                if name in GENERIC_PARAMS:
+                    continue
+                for leaf in _leaves(value):
+                    k = _key(leaf)
+                    if k is None or (numbers_free and k[0] == "n") or k in seen:
+                        continue
+                    if answer_contains(question, leaf) or (name in defaults and _key(defaults[name]) == k):
+                        continue
+                    problems.append(
+                        f"call {i + 1} {call.tool}: {name}={leaf!r} is in neither the question nor an output"
+                    )
+        if result.ok:
+            seen.update(k for leaf in _leaves(result.value) if (k := _key(leaf)) is not None)
+    return problems
+
+
+def validation_runs(
+    task: Task,
+    session_factory: SessionFactory,
+    solver: Solver,
+    *,
+    bookkeeping: list[str],
+    runs: int = VALIDATION_RUNS,
+    seed: int = 0,
+    rubric_reward: RubricReward = "all",
+    runner: Runner | None = None,
+    cache: VerdictCache | None = None,
+) -> tuple[int, list[Verdict]]:
+    """Score `runs` solver attempts; returns (passing runs that share the most common end state, verdicts)."""
+    verdicts: list[Verdict] = []
+    end_states: Counter[str] = Counter()
+    for i in range(runs):
+        rng = random.Random(f"{seed}:{task.id}:{i}")
+        trajectory = solver.solve(task, session_factory, rng)
+        replay = replay_calls(session_factory, trajectory.tool_calls)
+        verdict = judge(task, replay.initial, replay.final, trajectory.final_answer, rubric_reward, runner, cache)
+        verdicts.append(verdict)
+        if verdict.passed:
+            end_states[canonical_state_hash(replay.final, bookkeeping)] += 1
+    consistent = end_states.most_common(1)[0][1] if end_states else 0
+    return consistent, verdicts
+
+
+def filter_task(
+    bundle: Bundle,
+    task: Task,
+    session_factory: SessionFactory,
+    *,
+    solver: Solver | None = None,
+    runs: int = VALIDATION_RUNS,
+    min_successes: int = MIN_SUCCESSES,
+    seed: int = 0,
+    rubric_reward: RubricReward = "all",
+    runner: Runner | None = None,
+    cache: VerdictCache | None = None,
+) -> FilterResult:
+    """Run the solvability checks; a task that fails one is dropped with every reason found so far."""
+    spec = bundle.spec
+    gold = run_gold(task, session_factory)
+    if gold.error:
+        return FilterResult(kept=False, reasons=[f"gold_fails: {gold.error}"], gold=gold)
+    reasons = [
+        f"ungrounded_write: {p}"
+        for p in ungrounded_writes(
+            spec, task.question, gold.trajectory.tool_calls, gold.replay.results, numbers_free=task.kind == "program"
+        )
+    ]
+    initial, final = gold.replay.initial, gold.replay.final
+    changed = canonical_state_hash(initial, spec.bookkeeping) != canonical_state_hash(final, spec.bookkeeping)
+    if task.mutates and not changed:
+        reasons.append("no_state_change: the gold of a mutation task leaves the state as it was")
+    if not task.mutates and changed:
+        reasons.append("unexpected_write: the gold of a read-only task changes the state")
+    noop_answer = gold.trajectory.final_answer if task.mutates else None
+    if judge(task, initial, initial, noop_answer, rubric_reward, runner, cache).passed:
+        reasons.append("already_satisfied: the verifier passes on the initial state with no action")
+    if reasons:
+        return FilterResult(kept=False, reasons=reasons, gold=gold)
+    consistent, verdicts = validation_runs(
+        task,
+        session_factory,
+        solver or GoldSolver(),
+        bookkeeping=spec.bookkeeping,
+        runs=runs,
+        seed=seed,
+        rubric_reward=rubric_reward,
+        runner=runner,
+        cache=cache,
+    )
+    if consistent < min_successes:
+        passed = sum(v.passed for v in verdicts)
+        reasons.append(
+            f"unstable: {passed}/{runs} validation runs passed, {consistent} reached the same end state "
+            f"(need {min_successes})"
+        )
+    return FilterResult(kept=not reasons, reasons=reasons, successes=consistent, runs=runs, gold=gold)

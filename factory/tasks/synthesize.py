@@ -1,0 +1,169 @@
+"""Task synthesis for one environment: generate graph-walk and program tasks, then keep only those that
+pass the solvability filter and the verifier audit (Agent-World, "task synthesis" + verification).
+
+Task ids are content hashes (environment, kind, question, gold), so the same bundle and seed give the same
+ids, and a task that two generators phrase the same way is kept once.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from factory.envs.bundle import Bundle
+from factory.models import Lineage, Model, Task
+from factory.store import hash_value
+from factory.tasks.filter import MIN_SUCCESSES, VALIDATION_RUNS, Solver, filter_task
+from factory.verify.audit import audit_task
+from factory.verify.code import Runner
+from factory.verify.scoring import SessionFactory, VerdictCache, environment_session_factory, rubric_reward_setting
+
+CODE_VERSION = "1"
+TaskKindChoice = Literal["graph", "program", "both"]
+Generate = Callable[[Bundle, SessionFactory, random.Random, int], list[Task]]
+
+
+class DroppedTask(Model):
+    id: str
+    kind: str
+    question: str
+    reason: str  # the first reason; `reasons` has all of them
+    reasons: list[str] = Field(default_factory=list)
+
+
+class TaskSynthesis(Model):
+    """What one synthesis run produced and why the rest was dropped."""
+
+    env_id: str
+    tasks: list[Task] = Field(default_factory=list)
+    dropped: list[DroppedTask] = Field(default_factory=list)
+    generated: int = 0
+    yield_rate: float = 0.0  # kept / generated
+    audit_summary: dict[str, int] = Field(default_factory=dict)  # reason code -> tasks dropped for it; "kept"
+    seconds: float = 0.0
+
+
+def task_id(task: Task) -> str:
+    """A content id: the same environment, kind, question and gold give the same id."""
+    gold = task.gold if isinstance(task.gold, str) else [c.model_dump(mode="json") for c in task.gold]
+    digest = hash_value({"env": task.env_id, "kind": task.kind, "question": task.question, "gold": gold})
+    return f"{task.kind}-{digest[:12]}"
+
+
+def reason_code(reason: str) -> str:
+    return reason.split(":", 1)[0].strip()
+
+
+def curate_tasks(
+    bundle: Bundle,
+    tasks: Sequence[Task],
+    session_factory: SessionFactory,
+    *,
+    seed: int = 0,
+    solver: Solver | None = None,
+    runs: int = VALIDATION_RUNS,
+    min_successes: int = MIN_SUCCESSES,
+    rubric_reward: str | None = None,
+    runner: Runner | None = None,
+    started: float | None = None,
+) -> TaskSynthesis:
+    """Give tasks content ids and lineage, drop duplicates, then the filter, then the audit."""
+    started = time.perf_counter() if started is None else started
+    reward = rubric_reward_setting(rubric_reward)
+    env_hash = bundle.content_hash
+    kept: list[Task] = []
+    dropped: list[DroppedTask] = []
+    seen: set[str] = set()
+    for raw in tasks:
+        lineage = raw.lineage or Lineage(stage="tasks", code_version=CODE_VERSION, inputs={"bundle": env_hash})
+        task = raw.model_copy(update={"lineage": lineage})
+        task = task.model_copy(update={"id": task_id(task)})
+        if task.id in seen:
+            reasons = ["duplicate: the same question and gold as an earlier task"]
+        else:
+            seen.add(task.id)
+            cache = VerdictCache()
+            f = filter_task(
+                bundle,
+                task,
+                session_factory,
+                solver=solver,
+                runs=runs,
+                min_successes=min_successes,
+                seed=seed,
+                rubric_reward=reward,
+                runner=runner,
+                cache=cache,
+            )
+            reasons = f.reasons
+            if f.kept:
+                audit = audit_task(
+                    bundle, task, session_factory, gold=f.gold, rubric_reward=reward, runner=runner, cache=cache
+                )
+                reasons = audit.reasons
+        if reasons:
+            dropped.append(
+                DroppedTask(id=task.id, kind=task.kind, question=task.question, reason=reasons[0], reasons=reasons)
+            )
+        else:
+            kept.append(task)
+    summary = Counter(reason_code(d.reason) for d in dropped)
+    summary["kept"] = len(kept)
+    generated = len(tasks)
+    return TaskSynthesis(
+        env_id=bundle.spec.id,
+        tasks=kept,
+        dropped=dropped,
+        generated=generated,
+        yield_rate=len(kept) / generated if generated else 0.0,
+        audit_summary=dict(sorted(summary.items())),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _graph_generator(bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int) -> list[Task]:
+    from factory.graphs import build_tool_graph
+    from factory.tasks.walks import synthesize_graph_tasks
+
+    return synthesize_graph_tasks(bundle, session_factory, build_tool_graph(bundle.spec), rng, n)
+
+
+def _program_generator(bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int) -> list[Task]:
+    from factory.tasks.programs import synthesize_program_tasks
+
+    return synthesize_program_tasks(bundle, session_factory, rng, n)
+
+
+GENERATORS: dict[str, Generate] = {"graph": _graph_generator, "program": _program_generator}
+
+
+def synthesize_tasks(
+    bundle_dir: str | Path | Bundle,
+    *,
+    n: int = 20,
+    seed: int = 0,
+    kind: TaskKindChoice = "both",
+    solver: Solver | None = None,
+    rubric_reward: str | None = None,
+) -> TaskSynthesis:
+    """Generate about `n` tasks of `kind` (`both`: half graph-walk, half program) and curate them."""
+    if kind not in ("graph", "program", "both"):
+        raise ValueError(f"kind must be graph, program or both, not {kind!r}")
+    started = time.perf_counter()
+    bundle = bundle_dir if isinstance(bundle_dir, Bundle) else Bundle.open(bundle_dir)
+    counts = {"graph": n - n // 2, "program": n // 2} if kind == "both" else {kind: n}
+    env, session_factory = environment_session_factory(bundle)
+    with env:
+        tasks: list[Task] = []
+        for k, count in counts.items():
+            if count > 0:
+                tasks += GENERATORS[k](bundle, session_factory, random.Random(f"{seed}:{k}"), count)
+        return curate_tasks(
+            bundle, tasks, session_factory, seed=seed, solver=solver, rubric_reward=rubric_reward, started=started
+        )

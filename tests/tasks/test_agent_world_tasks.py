@@ -1,0 +1,78 @@
+"""Agent-World release questions imported as tasks, through the same filter and audit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from factory.envs.importers import import_agent_world
+from factory.tasks.agent_world import answer_checks, import_agent_world_tasks, load_questions, questions_path
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+RELEASE = FIXTURES / "agent_world" / "environment_mix"
+QUESTIONS = FIXTURES / "agent_world_questions"
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    out = tmp_path_factory.mktemp("aw-tasks") / "library"
+    assert import_agent_world(RELEASE / "0731001", out).kept
+    return out
+
+
+def test_library_questions_keep_the_sound_ones_and_say_why_the_rest_went(library):
+    result = import_agent_world_tasks(library, QUESTIONS / "0731001.json")
+    assert result.env_id == "agent-world-0731001"
+    assert result.generated == 5 and len(result.tasks) == 3
+    assert result.audit_summary == {"gold_fails": 1, "kept": 3, "ungrounded_write": 1}
+    reasons = {d.question.split(" ")[0]: d.reason for d in result.dropped}
+    assert reasons["Ada"].startswith("ungrounded_write: call 1 return_book: loan_id='L0002'")
+    assert reasons["Lend"] == "gold_fails: call 1 checkout_book: invalid_transition: member M003 is suspended"
+
+
+def test_a_checkout_question_gets_state_and_answer_checks(library):
+    result = import_agent_world_tasks(library, QUESTIONS / "0731001.json")
+    checkout = next(t for t in result.tasks if t.question.startswith("Ada Okafor"))
+    assert checkout.kind == "graph" and checkout.mutates
+    assert [(c.tool, c.args) for c in checkout.gold] == [
+        ("search_books", {"query": "Persuasion"}),
+        ("checkout_book", {"member_id": "M001", "book_id": "B006"}),
+    ]
+    kinds = {(c.kind, c.table, c.field) for c in checkout.rubric}
+    assert ("field_equals", "books", "available_copies") in kinds
+    assert ("row_exists", "loans", None) in kinds
+    stated = {c.value for c in checkout.rubric if c.kind == "answer_contains"}
+    assert {"L0006", "2025-03-15"} <= stated
+    read_only = next(t for t in result.tasks if t.question.startswith("Which books"))
+    assert not read_only.mutates
+    assert {"The Left Hand of Darkness", "Beloved", 2} <= {c.value for c in read_only.rubric}
+
+
+def test_a_broken_released_tool_drops_its_question(tmp_path):
+    out = tmp_path / "recipes"
+    import_agent_world(RELEASE / "0822002", out)
+    result = import_agent_world_tasks(out, QUESTIONS / "0822002.json")
+    assert result.audit_summary == {"gold_fails": 1, "kept": 2}
+    # The gate dropped rate_recipe (its released code raises NameError): the question that needs it goes too.
+    assert result.dropped[0].reason.startswith("gold_fails: call 1 rate_recipe: ")
+    pantry = next(t for t in result.tasks if t.mutates)
+    row = next(c for c in pantry.rubric if c.kind == "row_exists")
+    assert row.where is not None and "updated_at" not in row.where  # clock-stamped bookkeeping is not compared
+
+
+def test_question_files_in_every_release_shape(tmp_path):
+    one = {"task": "t", "reference_answer": "r", "grading_rubric": {"success_criteria": [], "verified_tool_chain": []}}
+    for i, data in enumerate([one, [one, one], {"questions": [one]}]):
+        path = tmp_path / f"{i}.json"
+        path.write_text(json.dumps(data))
+        assert [q.task for q in load_questions(path)] == ["t"] * (2 if i == 1 else 1)
+    assert questions_path(RELEASE / "0731001") == RELEASE / "questions" / "0731001.json"
+
+
+def test_answer_checks_prefer_values_a_criterion_names():
+    checks = answer_checks(
+        "Loan L0006, due 2025-03-15, 1 copy left.", ["L0006", "2025-03-15", 1], ["due on 2025-03-15"]
+    )
+    assert [(c.value, c.description) for c in checks] == [("2025-03-15", "due on 2025-03-15")]

@@ -1,0 +1,93 @@
+"""`factory tasks` then `factory verify`: the round trip a user runs, through typer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from factory.envs.build import build_env
+from factory.envs.runtime import Environment
+from factory.tasks.cli import tasks_cmd, verify_cmd
+from factory.tasks.table import read_tasks
+from factory.verify.scoring import gold_trajectory
+
+app = typer.Typer()
+app.command("tasks")(tasks_cmd)
+app.command("verify")(verify_cmd)
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tasks-cli")
+    bundle = root / "online-shop"
+    assert build_env("online-shop", bundle).kept
+    out = root / "tasks.parquet"
+    result = runner.invoke(app, ["tasks", str(bundle), "--out", str(out), "--n", "4", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    return bundle, out, result.output
+
+
+def trajectory_file(path, tool_calls, answer):
+    path.write_text(json.dumps({"tool_calls": tool_calls, "final_answer": answer}))
+    return path
+
+
+def verify(bundle, table, task_id, trajectory):
+    return runner.invoke(app, ["verify", str(bundle), str(table), "--task", task_id, "--trajectory", str(trajectory)])
+
+
+def test_tasks_writes_the_table_and_prints_yield_and_summary(made):
+    _, out, output = made
+    tasks = read_tasks(out)
+    assert tasks and {t.kind for t in tasks} <= {"graph", "program"}
+    assert f"{len(tasks)}/4 tasks kept" in output
+    assert f"kept                     {len(tasks)}" in output
+
+
+def test_verify_gold_pays_one_and_noop_pays_zero(made, tmp_path):
+    bundle, out, _ = made
+    for task in read_tasks(out):
+        with Environment.open(bundle) as env:
+            gold, error = gold_trajectory(task, env.session)
+        assert error is None
+        calls = [c.model_dump(mode="json") for c in gold.tool_calls]
+        good = verify(bundle, out, task.id, trajectory_file(tmp_path / "gold.json", calls, gold.final_answer))
+        assert good.exit_code == 0, good.output
+        verdict = json.loads(good.output)
+        assert (verdict["reward"], verdict["passed"], verdict["task"]) == (1.0, True, task.id)
+        noop = verify(bundle, out, task.id, trajectory_file(tmp_path / "noop.json", [], None))
+        assert noop.exit_code == 0
+        assert (json.loads(noop.output)["reward"], json.loads(noop.output)["passed"]) == (0.0, False)
+
+
+def test_bad_inputs_exit_2_with_a_message(made, tmp_path):
+    bundle, out, _ = made
+    task_id = read_tasks(out)[0].id
+    ok_traj = trajectory_file(tmp_path / "t.json", [], "x")
+
+    unknown = verify(bundle, out, "graph-000000000000", ok_traj)
+    assert unknown.exit_code == 2 and "no task 'graph-000000000000'" in unknown.output
+
+    malformed = tmp_path / "bad.json"
+    malformed.write_text('{"tool_calls": [{"tool": "get_product", "args": {}}], "final_answer": ')
+    bad = verify(bundle, out, task_id, malformed)
+    assert bad.exit_code == 2 and "not a trajectory" in bad.output
+
+    wrong_shape = tmp_path / "shape.json"
+    wrong_shape.write_text('{"calls": []}')
+    shaped = verify(bundle, out, task_id, wrong_shape)
+    assert shaped.exit_code == 2 and "not a trajectory" in shaped.output
+
+    not_bundle = verify(tmp_path, out, task_id, ok_traj)
+    assert not_bundle.exit_code == 2 and "not an environment bundle" in not_bundle.output
+
+    not_table = verify(bundle, ok_traj, task_id, ok_traj)
+    assert not_table.exit_code == 2 and "not a parquet tasks table" in not_table.output
+
+    bad_kind = runner.invoke(app, ["tasks", str(bundle), "--out", str(tmp_path / "x.parquet"), "--kind", "walks"])
+    assert bad_kind.exit_code == 2 and "--kind must be graph, program or both" in bad_kind.output
+    assert not (tmp_path / "x.parquet").exists()

@@ -1,0 +1,139 @@
+"""The solvability filter on hand-made tasks over a built catalog bundle (online-shop)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from factory.envs.build import build_env
+from factory.envs.bundle import Bundle
+from factory.envs.runtime import Environment
+from factory.models import RubricCheck, Task, ToolCall, Trajectory
+from factory.tasks.filter import filter_task, ungrounded_writes
+from factory.tasks.synthesize import curate_tasks, task_id
+from factory.verify.scoring import SessionFactory
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tasks-filter") / "online-shop"
+    assert build_env("online-shop", out).kept
+    bundle = Bundle.open(out)
+    with Environment.open(out) as env:
+        with env.session() as s:
+            seed = s.snapshot().tables
+        yield bundle, env.session, seed
+
+
+def set_stock(pid: str, stock: int, question: str | None = None) -> Task:
+    return Task(
+        id="t",
+        env_id="online-shop",
+        kind="graph",
+        question=question or f"Set the stock of product {pid} to {stock}.",
+        gold=[
+            ToolCall(tool="get_product", args={"product_id": pid}),
+            ToolCall(tool="update_product", args={"product_id": pid, "stock": stock}),
+        ],
+        rubric=[RubricCheck(kind="field_equals", table="products", where={"id": pid}, field="stock", value=stock)],
+        mutates=True,
+    )
+
+
+def test_a_good_mutation_task_is_kept(shop):
+    bundle, sessions, seed = shop
+    result = filter_task(bundle, set_stock(seed["products"][0]["id"], 777), sessions)
+    assert result.kept, result.reasons
+    assert result.successes == 5 and result.runs == 5
+
+
+def test_initial_state_that_already_satisfies_the_task_is_dropped(shop):
+    bundle, sessions, seed = shop
+    p = seed["products"][0]
+    task = Task(
+        id="t",
+        env_id="online-shop",
+        kind="graph",
+        question=f"Make sure product {p['id']} is in the {p['category']} category.",
+        gold=[ToolCall(tool="update_product", args={"product_id": p["id"], "category": p["category"]})],
+        rubric=[
+            RubricCheck(
+                kind="field_equals", table="products", where={"id": p["id"]}, field="category", value=p["category"]
+            )
+        ],
+        mutates=True,
+    )
+    result = filter_task(bundle, task, sessions)
+    assert not result.kept
+    assert any(r.startswith("already_satisfied") for r in result.reasons)
+    assert any(r.startswith("no_state_change") for r in result.reasons)
+
+
+def test_a_gold_write_using_a_value_nobody_read_is_dropped(shop):
+    bundle, sessions, seed = shop
+    pid = seed["products"][1]["id"]
+    result = filter_task(bundle, set_stock(pid, 31, question="Fix the stock of the second product."), sessions)
+    assert not result.kept
+    assert result.reasons == [
+        "ungrounded_write: call 2 update_product: stock=31 is in neither the question nor an output"
+    ]
+
+
+def test_grounding_accepts_values_from_earlier_outputs_and_rejects_later_ones(shop):
+    bundle, sessions, seed = shop
+    cid, pid = seed["customers"][0]["id"], seed["products"][0]["id"]
+    calls = [
+        ToolCall(tool="get_customer", args={"customer_id": cid}),
+        ToolCall(tool="create_order", args={"customer_id": cid, "product_id": pid, "quantity": 1}),
+        ToolCall(tool="get_product", args={"product_id": pid}),
+    ]
+    with sessions() as s:
+        results = [s.call(c.tool, c.args) for c in calls]
+    problems = ungrounded_writes(bundle.spec, "Order 1 of them for that customer.", calls, results)
+    assert problems == [f"call 2 create_order: product_id={pid!r} is in neither the question nor an output"]
+    assert ungrounded_writes(bundle.spec, f"Order 1 of {pid} for that customer.", calls, results) == []
+
+
+def test_a_gold_that_fails_is_dropped(shop):
+    bundle, sessions, _ = shop
+    task = set_stock("pro_9999", 5)
+    result = filter_task(bundle, task, sessions)
+    assert not result.kept and result.reasons[0].startswith("gold_fails: call 1 get_product: not_found")
+
+
+class FlakySolver:
+    """Passes only on its first attempt: a task an agent cannot solve reliably."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def solve(self, task: Task, session_factory: SessionFactory, rng: random.Random) -> Trajectory:
+        self.calls += 1
+        if self.calls == 1:
+            return Trajectory(tool_calls=list(task.gold))
+        return Trajectory()
+
+
+def test_validation_runs_need_two_consistent_successes(shop):
+    bundle, sessions, seed = shop
+    solver = FlakySolver()
+    result = filter_task(bundle, set_stock(seed["products"][2]["id"], 555), sessions, solver=solver)
+    assert solver.calls == 5
+    assert not result.kept
+    assert result.reasons == ["unstable: 1/5 validation runs passed, 1 reached the same end state (need 2)"]
+
+
+def test_curate_gives_content_ids_and_counts_reasons(shop):
+    bundle, sessions, seed = shop
+    pid = seed["products"][0]["id"]
+    good = set_stock(pid, 901)
+    tasks = [good, good.model_copy(), set_stock(pid, 902, question="Fix that stock.")]
+    result = curate_tasks(bundle, tasks, sessions)
+    assert [t.id for t in result.tasks] == [task_id(good)]
+    assert result.tasks[0].id.startswith("graph-") and result.tasks[0].lineage is not None
+    assert result.audit_summary == {"duplicate": 1, "kept": 1, "ungrounded_write": 1}
+    assert result.generated == 3 and result.yield_rate == pytest.approx(1 / 3)
+    assert task_id(set_stock(pid, 901)) == task_id(good)
