@@ -72,8 +72,10 @@ def curate_tasks(
     rubric_reward: str | None = None,
     runner: Runner | None = None,
     started: float | None = None,
+    audit: bool = True,
 ) -> TaskSynthesis:
-    """Give tasks content ids and lineage, drop duplicates, then the filter, then the audit."""
+    """Give tasks content ids and lineage, drop duplicates, then the filter, then (unless `audit` is
+    False, when the audit runs as its own stage) the audit."""
     started = time.perf_counter() if started is None else started
     reward = rubric_reward_setting(rubric_reward)
     env_hash = bundle.content_hash
@@ -102,20 +104,24 @@ def curate_tasks(
                 cache=cache,
             )
             reasons = f.reasons
-            if f.kept:
-                audit = audit_task(
+            if f.kept and audit:
+                reasons = audit_task(
                     bundle, task, session_factory, gold=f.gold, rubric_reward=reward, runner=runner, cache=cache
-                )
-                reasons = audit.reasons
+                ).reasons
         if reasons:
             dropped.append(
                 DroppedTask(id=task.id, kind=task.kind, question=task.question, reason=reasons[0], reasons=reasons)
             )
         else:
             kept.append(task)
+    return _synthesis(bundle, kept, dropped, len(tasks), started)
+
+
+def _synthesis(
+    bundle: Bundle, kept: list[Task], dropped: list[DroppedTask], generated: int, started: float
+) -> TaskSynthesis:
     summary = Counter(reason_code(d.reason) for d in dropped)
     summary["kept"] = len(kept)
-    generated = len(tasks)
     return TaskSynthesis(
         env_id=bundle.spec.id,
         tasks=kept,
@@ -125,6 +131,28 @@ def curate_tasks(
         audit_summary=dict(sorted(summary.items())),
         seconds=time.perf_counter() - started,
     )
+
+
+def audit_tasks(
+    bundle_dir: str | Path | Bundle, tasks: Sequence[Task], *, rubric_reward: str | None = None
+) -> TaskSynthesis:
+    """The verifier audit alone, over tasks that already passed the filter: the `verifiers` stage."""
+    started = time.perf_counter()
+    bundle = bundle_dir if isinstance(bundle_dir, Bundle) else Bundle.open(bundle_dir)
+    reward = rubric_reward_setting(rubric_reward)
+    env, session_factory = environment_session_factory(bundle)
+    kept: list[Task] = []
+    dropped: list[DroppedTask] = []
+    with env:
+        for task in tasks:
+            reasons = audit_task(bundle, task, session_factory, rubric_reward=reward).reasons
+            if reasons:
+                dropped.append(
+                    DroppedTask(id=task.id, kind=task.kind, question=task.question, reason=reasons[0], reasons=reasons)
+                )
+            else:
+                kept.append(task)
+    return _synthesis(bundle, kept, dropped, len(tasks), started)
 
 
 def _graph_generator(bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int) -> list[Task]:
@@ -151,6 +179,7 @@ def synthesize_tasks(
     kind: TaskKindChoice = "both",
     solver: Solver | None = None,
     rubric_reward: str | None = None,
+    audit: bool = True,
 ) -> TaskSynthesis:
     """Generate about `n` tasks of `kind` (`both`: half graph-walk, half program) and curate them."""
     if kind not in ("graph", "program", "both"):
@@ -165,5 +194,12 @@ def synthesize_tasks(
             if count > 0:
                 tasks += GENERATORS[k](bundle, session_factory, random.Random(f"{seed}:{k}"), count)
         return curate_tasks(
-            bundle, tasks, session_factory, seed=seed, solver=solver, rubric_reward=rubric_reward, started=started
+            bundle,
+            tasks,
+            session_factory,
+            seed=seed,
+            solver=solver,
+            rubric_reward=rubric_reward,
+            started=started,
+            audit=audit,
         )
