@@ -4,10 +4,9 @@ Each asset is one stage of the offline (or LLM) environment generator; each runs
 category and reuses the environments whose inputs did not change.
 """
 
-
 import dagster as dg
 
-from assets.discovery import taxonomy
+from assets.discovery import taxonomy, topics
 from assets.partitions import category_partitions
 from assets.results import progress_logger, stage_result
 from factory import building
@@ -23,7 +22,7 @@ class DatasetConfig(dg.Config):
     backend: str = "sqlite"
 
 
-@dg.asset(deps=[taxonomy], code_version=building.DATASETS_CODE_VERSION, kinds={"json"}, **BUILD)
+@dg.asset(deps=[topics, taxonomy], code_version=building.DATASETS_CODE_VERSION, kinds={"json"}, **BUILD)
 def mined_datasets(
     context: dg.AssetExecutionContext, config: DatasetConfig, store: StoreResource
 ) -> dg.MaterializeResult:

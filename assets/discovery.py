@@ -1,6 +1,5 @@
 """Discovery: topics mined from the catalog and tool sources, organised into a taxonomy."""
 
-
 import dagster as dg
 
 from assets.partitions import category_partitions

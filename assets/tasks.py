@@ -1,5 +1,7 @@
 """Tasks: graph-walk and program tasks per environment, and the verifier audit that gates them."""
 
+import os
+
 import dagster as dg
 
 from assets.build import tool_graphs, tool_tests
@@ -14,7 +16,7 @@ TASKS = {"group_name": "tasks", "partitions_def": category_partitions}
 class TaskConfig(dg.Config):
     """How many tasks to generate per environment (before filtering), and the seed of walks and programs."""
 
-    n: int = 20
+    n: int = int(os.environ.get("FACTORY_TASKS_PER_ENV", "20"))
     seed: int = 0
 
 

@@ -26,7 +26,7 @@ from factory.stages import (
     run_stage,
     stage_dir,
 )
-from factory.store import Store, hash_value, read_json, write_json_atomic
+from factory.store import Store, hash_dir, hash_value, read_json, write_json_atomic
 
 DATASETS_CODE_VERSION = "1"
 DATABASES_CODE_VERSION = "1"
@@ -40,6 +40,11 @@ GRAPH_JSON = "graph.json"
 
 def _env_dir(store: Store, stage: str, category: str, env_id: str) -> Path:
     return stage_dir(store, stage, category) / env_id
+
+
+def env_input_hash(store: Store, stage: str, category: str, env_id: str) -> str:
+    """The content of an upstream environment directory as it is now (a tampered file counts as a change)."""
+    return hash_dir(_env_dir(store, stage, category, env_id))
 
 
 def _upstream(store: Store, category: str, *stages: str) -> dict[str, str]:
@@ -109,7 +114,7 @@ def build_databases(store: Store, category: str, *, progress: Progress | None = 
                 counts={"tables": len(spec.entities), "rows": sum(len(r) for r in rows.values()), "bytes": size},
             )
 
-        return EnvWork(env_id, {"dataset": upstream.envs[env_id].content_hash}, make)
+        return EnvWork(env_id, {"dataset": env_input_hash(store, "mined_datasets", category, env_id)}, make)
 
     return run_stage(
         store,
@@ -136,7 +141,7 @@ def write_tool_code(store: Store, category: str, *, progress: Progress | None = 
                 counts={"tools": sum(1 for t in spec.tools if t.operation), "lines": source.count("\n")},
             )
 
-        return EnvWork(env_id, {"dataset": upstream.envs[env_id].content_hash}, make)
+        return EnvWork(env_id, {"dataset": env_input_hash(store, "mined_datasets", category, env_id)}, make)
 
     return run_stage(
         store,
@@ -153,7 +158,6 @@ def gate_tool_tests(store: Store, category: str, *, progress: Progress | None = 
     """Generate each environment's tool tests, run them in the sandbox, and keep what passes the gate."""
     databases = require_manifest(store, "databases", category)
     code = require_manifest(store, "tool_code", category)
-    datasets = require_manifest(store, "mined_datasets", category)
     env_ids = sorted(set(databases.kept) & set(code.kept))
 
     def job(env_id: str) -> EnvWork:
@@ -177,9 +181,8 @@ def gate_tool_tests(store: Store, category: str, *, progress: Progress | None = 
             )
 
         inputs = {
-            "dataset": datasets.envs[env_id].content_hash,
-            "database": databases.envs[env_id].content_hash,
-            "tool_code": code.envs[env_id].content_hash,
+            stage: env_input_hash(store, stage, category, env_id)
+            for stage in ("mined_datasets", "databases", "tool_code")
         }
         return EnvWork(env_id, inputs, make)
 
@@ -246,7 +249,7 @@ def build_tool_graphs(store: Store, category: str, *, progress: Progress | None 
                 },
             )
 
-        return EnvWork(env_id, {"bundle": gated.envs[env_id].content_hash}, make)
+        return EnvWork(env_id, {"bundle": env_input_hash(store, "tool_tests", category, env_id)}, make)
 
     return run_stage(
         store,

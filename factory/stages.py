@@ -21,6 +21,7 @@ from factory.models import Lineage, Model
 from factory.store import (
     Store,
     atomic_dir,
+    clean_stale_temps,
     dir_content_hash,
     hash_dir,
     hash_value,
@@ -115,6 +116,7 @@ def run_stage(
 ) -> StageRun:
     """Run `work` for a category, reusing environments whose inputs (and code version) are unchanged."""
     root = stage_dir(store, stage, category)
+    clean_stale_temps(root)  # leftovers of a killed run
     previous = load_manifest(store, stage, category)
     jobs = list(work)
     outcomes: dict[str, EnvOutcome] = {}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from factory.building import bundles
+from factory.building import bundles, env_input_hash
 from factory.envs.bundle import Bundle
 from factory.evolve.splits import assign_splits
 from factory.models import Model
@@ -52,7 +52,6 @@ def synthesize_category_tasks(
     store: Store, category: str, *, n: int = 20, seed: int = 0, progress: Progress | None = None
 ) -> StageRun:
     """Graph-walk and program tasks for every gated environment of the category, solvability-filtered."""
-    gated = require_manifest(store, "tool_tests", category)
 
     def job(bundle: Bundle) -> EnvWork:
         def make(out: Path) -> EnvOutcome:
@@ -74,7 +73,8 @@ def synthesize_category_tasks(
                 },
             )
 
-        return EnvWork(bundle.spec.id, {"bundle": gated.envs[bundle.spec.id].content_hash, "n": n, "seed": seed}, make)
+        inputs = {"bundle": env_input_hash(store, "tool_tests", category, bundle.spec.id), "n": n, "seed": seed}
+        return EnvWork(bundle.spec.id, inputs, make)
 
     return run_stage(
         store,
@@ -82,7 +82,7 @@ def synthesize_category_tasks(
         category,
         TASKS_CODE_VERSION,
         [job(b) for b in bundles(store, category)],
-        upstream={"tool_tests": manifest_hash(store, "tool_tests", category)},
+        upstream={s: manifest_hash(store, s, category) for s in ("tool_tests", "tool_graphs")},
         progress=progress,
     )
 
@@ -118,7 +118,7 @@ def audit_category_tasks(
                 },
             )
 
-        inputs = {"candidates": candidates.envs[env_id].content_hash, "split": splits[env_id]}
+        inputs = {"candidates": env_input_hash(store, "tasks", category, env_id), "split": splits[env_id]}
         return EnvWork(env_id, inputs, make)
 
     return run_stage(

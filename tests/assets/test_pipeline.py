@@ -1,0 +1,162 @@
+"""The Dagster graph end to end on a small catalog: lineage, partition isolation, reuse, gates."""
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.definitions import defs
+from factory.stages import load_manifest
+from factory.store import Store, hash_dir
+from factory.tasks.table import read_tasks
+from resources import LLMResource, SandboxResource, StoreResource
+
+TOPICS = ["online-shop", "team-chat"]  # two categories: commerce and messaging
+PARTITIONED = ["mined_datasets", "databases", "tool_code", "tool_tests", "tool_graphs", "tasks", "verifiers"]
+ALL_ASSETS = list(defs.assets or [])
+SMALL_TASKS = {"ops": {"tasks": {"config": {"n": 6, "seed": 0}}}}
+
+
+def _instance(home: Path):
+    (home / "dagster").mkdir(parents=True, exist_ok=True)
+    return dg.instance_for_test(temp_dir=str(home / "dagster"))
+
+
+def _resources(home: Path) -> dict:
+    return {"store": StoreResource(home=str(home)), "llm": LLMResource(model="offline"), "sandbox": SandboxResource()}
+
+
+def _discover(instance: dg.DagsterInstance, home: Path, topics: list[str]) -> list[str]:
+    config = {"ops": {"topics": {"config": {"sources": [], "include": topics}}}}
+    result = dg.materialize(
+        ALL_ASSETS, instance=instance, resources=_resources(home), selection=["topics", "taxonomy"], run_config=config
+    )
+    assert result.success
+    return sorted(instance.get_dynamic_partitions("category"))
+
+
+def _materialize(instance, home: Path, category: str, selection=PARTITIONED, run_config=SMALL_TASKS, **kw):
+    return dg.materialize(
+        ALL_ASSETS,
+        instance=instance,
+        resources=_resources(home),
+        selection=selection,
+        partition_key=category,
+        run_config=run_config,
+        **kw,
+    )
+
+
+def _data_versions(result: dg.ExecuteInProcessResult) -> dict[str, str]:
+    out = {}
+    for event in result.get_asset_materialization_events():
+        m = event.materialization
+        out[m.asset_key.to_user_string()] = m.tags["dagster/data_version"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The whole graph materialized for two categories, in a private FACTORY_HOME and Dagster instance."""
+    home = tmp_path_factory.mktemp("world")
+    with _instance(home) as instance:
+        categories = _discover(instance, home, TOPICS)
+        runs = {c: _materialize(instance, home, c) for c in categories}
+        yield home, instance, categories, runs
+
+
+@pytest.mark.slow
+def test_whole_graph_materializes_with_gates_passing(world):
+    home, _, categories, runs = world
+    assert categories == ["commerce", "messaging"]
+    store = Store(home)
+    for category, result in runs.items():
+        assert result.success
+        assert {c.check_name: c.passed for c in result.get_asset_check_evaluations()} == {
+            "tool_test_gate": True,
+            "verifier_audit": True,
+        }
+        assert set(_data_versions(result)) == set(PARTITIONED)
+        verifiers = load_manifest(store, "verifiers", category)
+        assert verifiers and verifiers.kept
+        for env_id in verifiers.kept:
+            kept = read_tasks(store.artifact_dir("verifiers", category) / env_id / "tasks.parquet")
+            assert kept and all(t.split in ("train", "arena", "heldout") for t in kept)
+
+
+@pytest.mark.slow
+def test_artifact_lineage_matches_the_dagster_graph(world):
+    home, _, categories, _ = world
+    store = Store(home)
+    graph = defs.resolve_asset_graph()
+    for name in PARTITIONED:
+        parents = {k.to_user_string() for k in graph.get(dg.AssetKey(name)).parent_keys}
+        manifest = load_manifest(store, name, categories[0])
+        assert manifest is not None
+        assert set(manifest.lineage.inputs) == parents, name
+
+
+@pytest.mark.slow
+def test_unchanged_rerun_reuses_everything_and_keeps_data_versions(world):
+    home, instance, categories, runs = world
+    category = categories[0]
+    before = hash_dir(Store(home).artifacts / "tasks" / category)
+    again = _materialize(instance, home, category)
+    assert again.success
+    assert _data_versions(again) == _data_versions(runs[category])
+    for event in again.get_asset_materialization_events():
+        assert event.materialization.metadata["rebuilt"].value == 0
+    assert hash_dir(Store(home).artifacts / "tasks" / category) == before
+
+
+@pytest.mark.slow
+def test_one_category_touches_only_its_own_partitions(world):
+    home, instance, categories, runs = world
+    changed, other = categories
+    store = Store(home)
+    other_files = {a: hash_dir(store.artifact_dir(a, other)) for a in PARTITIONED}
+    config = {"ops": {**SMALL_TASKS["ops"], "mined_datasets": {"config": {"seed": 1, "backend": "sqlite"}}}}
+    result = _materialize(instance, home, changed, run_config=config)
+    assert result.success
+    assert _data_versions(result)["mined_datasets"] != _data_versions(runs[changed])["mined_datasets"]
+    assert {a: hash_dir(store.artifact_dir(a, other)) for a in PARTITIONED} == other_files
+    expected = _data_versions(runs[other])
+    for a in PARTITIONED:
+        latest = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(a), asset_partitions=[other]), limit=1
+        ).records
+        assert latest and latest[0].asset_materialization.tags["dagster/data_version"] == expected[a], a
+
+
+@pytest.mark.slow
+def test_planted_broken_environment_is_dropped_and_the_gate_fails_only_when_nothing_passes(tmp_path):
+    home = tmp_path / "broken"
+    with _instance(home) as instance:
+        (category,) = _discover(instance, home, ["online-shop", "marketplace"])
+        built = _materialize(
+            instance, home, category, selection=["mined_datasets", "databases", "tool_code"], run_config=None
+        )
+        assert built.success
+        code_dir = Store(home).artifact_dir("tool_code", category)
+        (code_dir / "marketplace" / "tools.py").write_text("def list_products(state:\n")
+        gated = _materialize(instance, home, category, selection=["tool_tests", "tool_graphs"], run_config=None)
+        assert gated.success, "one broken environment does not stop the category"
+        (check,) = gated.get_asset_check_evaluations()
+        assert check.passed
+        table = next(
+            e.materialization.metadata["per_environment"].value
+            for e in gated.get_asset_materialization_events()
+            if e.materialization.asset_key.to_user_string() == "tool_tests"
+        )
+        assert "| marketplace | no |" in table and "does not load" in table
+        assert "| online-shop | yes |" in table
+
+        (code_dir / "online-shop" / "tools.py").write_text("raise SystemExit(3)\n")
+        failed = _materialize(
+            instance, home, category, selection=["tool_tests", "tool_graphs"], run_config=None, raise_on_error=False
+        )
+        assert not failed.success
+        (check,) = failed.get_asset_check_evaluations()
+        assert not check.passed, "the blocking gate fails when no environment passes"
+        materialized = {e.materialization.asset_key.to_user_string() for e in failed.get_asset_materialization_events()}
+        assert "tool_graphs" not in materialized, "the blocking check stops downstream assets"
