@@ -1,0 +1,97 @@
+"""The benchmark harness at tiny sizes: it runs end to end and writes its JSON. No speed targets asserted here."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from benchmarks.__main__ import BENCHMARKS, main
+from benchmarks.awm_baseline.database import dump_seed_sql, rebuild_database
+from benchmarks.measure import memory_of, pinned_to_one_core, process_tree
+from benchmarks.runtime_bench import read_probe, replicate_rows
+from factory.envs.build import build_env
+from factory.envs.bundle import SCHEMA_SQL, Bundle
+from factory.envs.state import build_seed_db, read_sqlite_state
+
+REQUIRED_KEYS = {
+    "calls_per_s",
+    "raw_sqlite_calls_per_s",
+    "baseline_calls_per_s",
+    "ratio_vs_baseline",
+    "reset_ms",
+    "baseline_reset_ms",
+    "reset_ratio_vs_baseline",
+    "rss_mb_1000_sessions",
+    "first_call_ms",
+    "baseline_start_ms",
+}
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bundles") / "online-shop"
+    build_env("online-shop", out)
+    return out
+
+
+def test_quick_run_writes_every_key(tmp_path: Path) -> None:
+    assert main(["runtime", "--quick", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "runtime.json").read_text())
+    assert data.keys() >= REQUIRED_KEYS
+    for key in REQUIRED_KEYS:
+        assert isinstance(data[key], int | float) and data[key] > 0, key
+    assert data["ratio_vs_baseline"] == pytest.approx(data["calls_per_s"] / data["baseline_calls_per_s"], rel=0.01)
+    assert data["machine"]["cpu_count"] == os.cpu_count() and data["machine"]["python"]
+    assert data["sessions_failed_calls"] == 0
+    assert set(data["targets"]) >= {"calls_per_s", "reset_ms", "memory_1000_sessions", "first_call_ms"}
+    assert all(isinstance(t["pass"], bool) for t in data["targets"].values())
+    assert json.loads(data["baseline_answer"]) == data["answer"]  # both designs answered the same call the same way
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_registry_has_the_runtime_benchmark() -> None:
+    assert "runtime" in BENCHMARKS
+    with pytest.raises(SystemExit):
+        main(["no-such-benchmark"])
+
+
+def test_baseline_rebuild_holds_the_seed_rows(shop: Path, tmp_path: Path) -> None:
+    bundle = Bundle.open(shop)
+    db = tmp_path / "env.db"
+    rebuild_database(db, (shop / SCHEMA_SQL).read_text(), dump_seed_sql(bundle.seed_bytes()))
+    rebuild_database(db, (shop / SCHEMA_SQL).read_text(), dump_seed_sql(bundle.seed_bytes()))  # twice: a reset
+    rebuilt = read_sqlite_state(db.read_bytes(), bundle.spec.entities)
+    assert rebuilt == read_sqlite_state(bundle.seed_bytes(), bundle.spec.entities)
+    assert sum(len(rows) for rows in rebuilt.values()) > 0
+
+
+def test_replicated_rows_keep_keys_unique_and_references_valid(shop: Path) -> None:
+    spec = Bundle.open(shop).spec
+    base = read_sqlite_state(Bundle.open(shop).seed_bytes(), spec.entities)
+    rows = replicate_rows(spec.entities, base, 3)
+    image = build_seed_db(spec.entities, rows)  # raises on duplicate keys, unique values or dangling foreign keys
+    conn = sqlite3.connect(":memory:")
+    conn.deserialize(image)
+    for e in spec.entities:
+        assert conn.execute(f'SELECT COUNT(*) FROM "{e.table}"').fetchone()[0] == 3 * len(base[e.table])
+
+
+def test_read_probe_names_a_get_tool_and_an_existing_key(shop: Path) -> None:
+    probe = read_probe(shop)
+    assert probe.tool.startswith("get_")
+    conn = sqlite3.connect(":memory:")
+    conn.deserialize(Bundle.open(shop).seed_bytes())
+    assert len(conn.execute(probe.sql, probe.params).fetchall()) == 1
+
+
+def test_memory_and_pinning_helpers() -> None:
+    before = os.sched_getaffinity(0)
+    with pinned_to_one_core() as core:
+        assert os.sched_getaffinity(0) == {core}
+    assert os.sched_getaffinity(0) == before
+    mine = memory_of(process_tree())
+    assert mine.processes >= 1 and mine.rss_mb > 1 and 0 < mine.pss_mb <= mine.rss_mb + 1
