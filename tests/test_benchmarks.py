@@ -95,3 +95,15 @@ def test_memory_and_pinning_helpers() -> None:
     assert os.sched_getaffinity(0) == before
     mine = memory_of(process_tree())
     assert mine.processes >= 1 and mine.rss_mb > 1 and 0 < mine.pss_mb <= mine.rss_mb + 1
+
+
+def test_tasks_benchmark_quick_writes_throughput(tmp_path):
+    from benchmarks.__main__ import main
+
+    assert main(["tasks", "--quick", "--out", str(tmp_path)]) == 0
+    import json
+
+    data = json.loads((tmp_path / "tasks.json").read_text())
+    for key in ("tasks_synthesized_per_s", "tasks_audited_per_s", "tasks_generated", "tasks_kept", "per_env"):
+        assert key in data
+    assert data["tasks_generated"] > 0 and data["per_env"]["online-shop"]["generated"] == data["tasks_generated"]
