@@ -1,0 +1,953 @@
+"""Graph-walk tasks (Agent-World, "tool graph" task synthesis), offline and deterministic for an rng.
+
+One task comes from one weighted random walk over the tool graph:
+1. `weighted_walk` proposes a chain of tools, starting at a tool that returns data and needs no other
+   tool first.
+2. Each tool is called in a private session with arguments taken from upstream records (the strong and
+   weak edge reasons say which output field feeds which parameter), from one consistent seed record
+   (a name to search for, a filter value), or fresh values for writes that the question then states.
+   Calls with empty, error or duplicate results are dropped from the chain.
+3. Every step picks one record a question can single out (the highest price, the one named "X", the
+   only one) and says what it means as a phrasing `Intent`.
+4. The gold chain is replayed in a fresh session: answers and state checks that do not agree
+   (clock- or uuid-derived values) are dropped, and a chain whose calls fail on replay is discarded.
+5. The answer (values to report) and the rubric (answer_contains per value; row_exists, row_absent and
+   field_equals from the state diff of the gold run) come from the executed chain.
+A chain is kept only when it is solvable: every value a write uses appears in the question or in the
+output of an earlier call, and the question names no tool.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from factory.envs.bundle import Bundle
+from factory.envs.codegen import TIMESTAMP_FIELDS
+from factory.envs.runtime import Session
+from factory.graphs import GENERIC_PARAMS, singular, tool_entity, walk_edges, weighted_walk
+from factory.models import (
+    Difficulty,
+    EntitySpec,
+    EnvSpec,
+    FieldSpec,
+    Lineage,
+    RubricCheck,
+    Snapshot,
+    Task,
+    ToolCall,
+    ToolSpec,
+)
+from factory.store import canonical_json, hash_value
+from factory.tasks.phrasing import Filter, Intent, Style, compose_question, humanize, value_text
+from factory.verify.answers import answer_contains
+from factory.verify.rubric import run_check
+from factory.verify.state import DEFAULT_TIMESTAMP_COLUMNS, ColumnFilter, RowChange, state_diff
+
+CODE_VERSION = "1"
+DEFAULT_LENGTHS = (4, 4, 5, 5, 6)  # default chain lengths (calls); the mean is at least 4
+MIN_DEFAULT_LENGTH = 4
+WALK_SLACK = 4  # extra tools proposed per walk, since calls with empty/error/duplicate results are dropped
+ATTEMPTS_PER_TASK = 15
+MAX_PAGES = 6
+MAX_ASKS = 2
+# Fields that make a record easy to name in a question, best first.
+LABEL_FIELDS = ("name", "title", "full_name", "subject", "display_name", "username", "flight_number", "code", "email")
+LABEL_SUFFIXES = ("name", "title", "number", "code", "email")
+STATISTICS = ("sum", "avg", "max", "min")
+_ID_VERBS = frozenset({"get", "list", "search", "create", "update", "delete", "add", "set", "remove", "new", "find"})
+
+SessionFactory = Callable[[], Session]
+Ask = tuple[int, str, str, Any]  # (step index, entity, field, value) of a value the answer must state
+
+
+@dataclass
+class Step:
+    """One kept step of a chain: its calls (several when it pages), results and meaning."""
+
+    tool: ToolSpec
+    kind: str
+    entity: str | None
+    calls: list[ToolCall]
+    results: list[Any]
+    record: dict[str, Any] | None
+    intent: Intent
+    stated: list[Any] = field(default_factory=list)  # values the question states for this step
+    constraint: str | None = None
+    pages: int = 1
+    uses: set[int] = field(default_factory=set)  # earlier steps whose records this one drew on
+
+
+class _WalkFailed(Exception):
+    """This walk cannot give a task (a cheap, local way to abandon an attempt)."""
+
+
+def operation_kind(tool: ToolSpec) -> str | None:
+    """The tool's operation kind; for a tool without a typed operation, its verb when it is a plain CRUD one."""
+    if tool.operation is not None:
+        return tool.operation.kind
+    verb = tool.name.split("_", 1)[0]
+    return {"list": "list", "get": "get", "search": "search", "create": "create", "update": "update"}.get(
+        verb, "delete" if verb in ("delete", "remove") else None
+    )
+
+
+class GraphTaskSynthesizer:
+    """Turns weighted walks over one environment's tool graph into verified graph tasks."""
+
+    def __init__(
+        self,
+        bundle: Bundle,
+        session_factory: SessionFactory,
+        graph: nx.DiGraph,
+        rng: random.Random,
+        knobs: Difficulty | None = None,
+    ):
+        self.bundle = bundle
+        self.spec: EnvSpec = bundle.spec
+        self.session_factory = session_factory
+        self.graph = graph
+        self.rng = rng
+        self.knobs = knobs
+        self.tools = {t.name: t for t in self.spec.tools}
+        self.entities = {e.name: e for e in self.spec.entities}
+        self.columns = ColumnFilter(self.spec.bookkeeping, DEFAULT_TIMESTAMP_COLUMNS)
+        with session_factory() as s:
+            self.seed: Snapshot = s.snapshot()
+        self.lineage = Lineage(
+            stage="tasks", code_version=CODE_VERSION, inputs={"bundle": bundle.content_hash}, generator="procedural"
+        )
+
+    # --- entity helpers ----------------------------------------------------------------------
+
+    def entity_of(self, tool: ToolSpec) -> EntitySpec | None:
+        name = tool.operation.entity if tool.operation is not None else tool_entity(tool, self.spec)
+        return self.entities.get(name or "")
+
+    def rows(self, entity: EntitySpec) -> list[dict[str, Any]]:
+        return self.seed.tables.get(entity.table, [])
+
+    def field_spec(self, entity: EntitySpec, name: str) -> FieldSpec | None:
+        return next((f for f in entity.fields if f.name == name), None)
+
+    def ignored(self, entity: EntitySpec, name: str) -> bool:
+        return name in TIMESTAMP_FIELDS or self.columns.ignored(entity.table, name)
+
+    def label_field(self, entity: EntitySpec) -> str | None:
+        """A text field whose values tell the seed rows apart (names a record in a question)."""
+        rows = self.rows(entity)
+        texts = [
+            f.name
+            for f in entity.fields
+            if f.type == "string" and not f.references and not f.enum and f.name != entity.primary_key
+        ]
+        ordered = [n for n in LABEL_FIELDS if n in texts]
+        ordered += [n for n in texts if n not in LABEL_FIELDS and n.endswith(LABEL_SUFFIXES)]
+        for name in ordered:
+            values = [r.get(name) for r in rows]
+            if rows and all(isinstance(v, str) and v for v in values) and len(set(values)) == len(values):
+                return name
+        return None
+
+    def reference_target(self, entity: EntitySpec, name: str) -> str | None:
+        """The entity a field of `entity` points at (`customer_id` -> customer)."""
+        f = self.field_spec(entity, name)
+        if f is not None and f.references:
+            return singular(f.references.split(".", 1)[0])
+        if name.endswith("_id") and name[:-3] in self.entities:
+            return name[:-3]
+        return None
+
+    # --- one task -----------------------------------------------------------------------------
+
+    def synthesize(self, n: int) -> list[Task]:
+        tasks: list[Task] = []
+        seen: set[str] = set()
+        for _ in range(n * ATTEMPTS_PER_TASK):
+            if len(tasks) >= n:
+                break
+            try:
+                task = self.attempt()
+            except _WalkFailed:
+                continue
+            key = hash_value([c.model_dump() for c in task.gold])  # type: ignore[union-attr]
+            if key in seen:
+                continue
+            seen.add(key)
+            tasks.append(task)
+        return tasks
+
+    def attempt(self) -> Task:
+        knobs = self.knobs
+        rng = self.rng
+        target = knobs.chain_length if knobs is not None and knobs.chain_length > 1 else rng.choice(DEFAULT_LENGTHS)
+        minimum = max(2, target - 1) if knobs is not None and knobs.chain_length > 1 else MIN_DEFAULT_LENGTH
+        want_pages = knobs.pagination if knobs is not None else rng.random() < 0.3
+        want_constraint = bool(knobs.constraints) if knobs is not None else rng.random() < 0.3
+        style = Style(obscured=knobs.obscured if knobs is not None else rng.random() < 0.25)
+        walk = weighted_walk(self.graph, rng, target + WALK_SLACK)
+        steps: list[Step] = []
+        with self.session_factory() as session:
+            for name in walk:
+                if sum(len(s.calls) for s in steps) >= target:
+                    break
+                tool = self.tools.get(name)
+                if tool is None:
+                    continue
+                step = self.try_step(session, tool, steps, want_pages, want_constraint)
+                if step is not None:
+                    steps.append(step)
+            final = session.snapshot()
+        asks = self.choose_asks(steps)
+        steps, asks = _prune(steps, asks)
+        gold = [c for s in steps for c in s.calls]
+        if len(gold) < minimum or len(steps) < 2:
+            raise _WalkFailed("chain too short")
+        if knobs is not None and knobs.pagination and not any(s.pages > 1 for s in steps):
+            raise _WalkFailed("no pagination")
+        if knobs is not None and knobs.constraints and not any(s.constraint for s in steps):
+            raise _WalkFailed("no constraint")
+        checks = self.state_checks(steps, final)
+        replay_results, replay_final = self.replay(gold)
+        asks = self.stable_asks(steps, asks, replay_results)
+        checks = [c for c in checks if run_check(c, self.seed, replay_final, None).passed]
+        if not asks and not checks:
+            raise _WalkFailed("nothing stable to verify")
+        if any(s.tool.mutates for s in steps) and not checks:
+            raise _WalkFailed("the writes cancel out")  # the audit wants an answer-only run to fail
+        question = compose_question([s.intent for s in steps], [(e, f) for _, e, f, _ in asks], rng, style)
+        self.check_question(question, steps)
+        if any(isinstance(v, str) and answer_contains(question, v) for *_, v in asks):
+            raise _WalkFailed("the question gives the answer away")
+        answer_values: dict[str, Any] = {}
+        for i, e, f, v in asks:
+            key = f"{e} {f}".strip().replace("_", " ")
+            answer_values[key if key not in answer_values else f"{key} (step {i + 1})"] = v
+        rubric = [
+            RubricCheck(kind="answer_contains", value=v, description=f"answer states the {k}")
+            for k, v in answer_values.items()
+        ] + checks
+        answer: Any = None
+        if len(answer_values) == 1:
+            answer = next(iter(answer_values.values()))
+        elif answer_values:
+            answer = answer_values
+        difficulty = self.difficulty(steps, gold, style)
+        if knobs is not None and difficulty.weak_edge_share < knobs.weak_edge_share:
+            raise _WalkFailed("too few weak or independent edges")
+        return Task(
+            id=f"{self.spec.id}-graph-{hash_value([question, [c.model_dump() for c in gold]])[:12]}",
+            env_id=self.spec.id,
+            kind="graph",
+            question=question,
+            answer=answer,
+            gold=gold,
+            rubric=rubric,
+            verifier=None,
+            difficulty=difficulty,
+            capabilities=self.capabilities(steps),
+            mutates=any(s.tool.mutates for s in steps),
+            lineage=self.lineage,
+        )
+
+    # --- steps --------------------------------------------------------------------------------
+
+    def try_step(
+        self, session: Session, tool: ToolSpec, steps: list[Step], want_pages: bool, want_constraint: bool
+    ) -> Step | None:
+        kind = operation_kind(tool)
+        entity = self.entity_of(tool)
+        if kind is None or entity is None:
+            return None
+        try:
+            if kind in ("list", "search"):
+                return self.list_step(session, tool, kind, entity, steps, want_pages)
+            if kind == "get":
+                return self.get_step(session, tool, entity, steps)
+            if kind == "aggregate":
+                return self.aggregate_step(session, tool, entity, steps)
+            if kind == "create":
+                return self.create_step(session, tool, entity, steps, want_constraint)
+            if kind in ("update", "delete"):
+                return self.write_step(session, tool, kind, entity, steps)
+            if kind == "action":
+                return self.action_step(session, tool, entity, steps, want_constraint)
+        except _WalkFailed:
+            return None
+        return None
+
+    def latest(self, steps: list[Step], entity: str) -> int | None:
+        """Index of the last step whose record is of `entity` ("that customer" always means this one)."""
+        for i in range(len(steps) - 1, -1, -1):
+            if steps[i].record is not None and steps[i].entity == entity:
+                return i
+        return None
+
+    def upstream_id(self, steps: list[Step], tool: ToolSpec, param: str) -> tuple[Any, int, bool] | None:
+        """A value for an id parameter from the chain so far: (value, step index, direct) where `direct`
+        means the step's record is the entity itself; only the latest record of each entity counts."""
+        best: tuple[Any, int, bool] | None = None
+        for i, s in enumerate(steps):
+            if s.record is None or s.entity is None:
+                continue
+            data = self.graph.get_edge_data(s.tool.name, tool.name)
+            if data is None or self.latest(steps, s.entity) != i:
+                continue
+            for r in data["reasons"]:
+                if r["param"] != param or not r["value"].endswith("_id"):
+                    continue
+                name = r["field"].rsplit(".", 1)[-1].removeprefix("items[]")
+                value = s.record.get(name)
+                if value is not None:
+                    best = (value, i, name == self.entities[s.entity].primary_key)
+        return best
+
+    def target_entity(self, tool: ToolSpec, param: str) -> str | None:
+        entity = self.entity_of(tool)
+        if entity is not None and param in (f"{entity.name}_id", entity.primary_key):
+            return entity.name
+        base = re.sub(r"^(from|to|source|target)_", "", param)
+        return base[:-3] if base.endswith("_id") and base[:-3] in self.entities else None
+
+    def call(self, session: Session, tool: ToolSpec, args: dict[str, Any]) -> Any:
+        result = session.call(tool.name, args)
+        if not result.ok or (isinstance(result.value, dict) and "error" in result.value):
+            raise _WalkFailed(f"{tool.name} failed")
+        return result.value
+
+    def duplicate(self, steps: list[Step], record: dict[str, Any]) -> bool:
+        mine = canonical_json(record)
+        return any(s.record is not None and canonical_json(s.record) == mine for s in steps)
+
+    def id_args(
+        self, steps: list[Step], tool: ToolSpec, entity: EntitySpec, required_only: bool
+    ) -> tuple[dict[str, Any], dict[str, tuple[int, bool]]]:
+        """Id parameters filled from upstream records, with the (step, direct) each came from; a required
+        one without a source abandons the step."""
+        props = tool.parameters.get("properties") or {}
+        required = set(tool.parameters.get("required") or [])
+        args: dict[str, Any] = {}
+        sources: dict[str, tuple[int, bool]] = {}
+        for p in sorted(props):
+            if not p.endswith("_id") and p != entity.primary_key:
+                continue
+            if p not in required and required_only:
+                continue
+            found = self.upstream_id(steps, tool, p)
+            if found is None:
+                if p in required:
+                    raise _WalkFailed(f"no source for {p}")
+                continue
+            args[p] = found[0]
+            sources[p] = (found[1], found[2])
+        return args, sources
+
+    def list_step(
+        self, session: Session, tool: ToolSpec, kind: str, entity: EntitySpec, steps: list[Step], want_pages: bool
+    ) -> Step | None:
+        rng = self.rng
+        props = tool.parameters.get("properties") or {}
+        required = set(tool.parameters.get("required") or [])
+        args, sources = self.id_args(steps, tool, entity, required_only=False)
+        if args and rng.random() < 0.2 and not required & set(args):
+            args, sources = {}, {}
+        filters = [
+            Filter(field=p, relation=steps[sources[p][0]].entity)
+            for p in sorted(args)
+            if p in sources and sources[p][1]
+        ]
+        if len(filters) != len(args):  # only filters on records the question already named
+            raise _WalkFailed("indirect filter")
+        seed_rows = self.rows(entity)
+        named: dict[str, Any] | None = None
+        label = self.label_field(entity)
+        stated: list[Any] = []
+        if kind == "search":
+            if "query" not in props or label is None or not seed_rows:
+                return None
+            named = rng.choice(seed_rows)
+            args["query"] = named[label]
+            stated.append(named[label])
+        elif not args and seed_rows:
+            enums = [p for p in sorted(props) if p not in GENERIC_PARAMS and (props[p].get("enum"))]
+            enums = [p for p in enums if self.field_spec(entity, p) is not None]
+            if enums and (rng.random() < 0.6 or any(p in required for p in enums)):
+                p = rng.choice(enums)
+                args[p] = rng.choice(seed_rows).get(p)
+                if args[p] is None:
+                    raise _WalkFailed("no filter value")
+                filters.append(Filter(field=p, value=args[p]))
+                stated.append(args[p])
+        if any(p not in args for p in required):
+            return None
+        calls = [ToolCall(tool=tool.name, args=dict(args))]
+        first = self.call(session, tool, args)
+        results = [first]
+        items = list(_items(first))
+        if not items:
+            return None
+        first_page = len(items)
+        paging = want_pages and _next_offset(first) is not None and "offset" in props
+        while paging and _next_offset(results[-1]) is not None and len(results) < MAX_PAGES:
+            page_args = {**args, "offset": _next_offset(results[-1])}
+            calls.append(ToolCall(tool=tool.name, args=page_args))
+            results.append(self.call(session, tool, page_args))
+            items.extend(_items(results[-1]))
+        complete = _next_offset(results[-1]) is None
+        pages = len(results)
+        record, intent = self.select(entity, items, filters, complete, named, label, first_page if pages > 1 else 0)
+        if record is None or intent is None or self.duplicate(steps, record):
+            return None
+        if intent.kind == "find_named":
+            stated.append(intent.value)
+        uses = {i for i, _ in sources.values()}
+        return Step(tool, kind, entity.name, calls, results, record, intent, stated, pages=pages, uses=uses)
+
+    def select(
+        self,
+        entity: EntitySpec,
+        items: list[dict[str, Any]],
+        filters: list[Filter],
+        complete: bool,
+        named: dict[str, Any] | None,
+        label: str | None,
+        beyond: int,
+    ) -> tuple[dict[str, Any] | None, Intent | None]:
+        """Pick the record a question can single out among `items` (beyond index `beyond` when paging)."""
+        rng = self.rng
+        pk = entity.primary_key
+        if named is not None:
+            match = [r for r in items if r.get(pk) == named.get(pk)]
+            if not match or label is None:
+                return None, None
+            return match[0], Intent(kind="find_named", entity=entity.name, value=named[label])
+        options: list[tuple[dict[str, Any], Intent]] = []
+        filtered = {f.field for f in filters}
+        if complete:
+            for f in entity.fields:
+                if f.type not in ("integer", "number", "date", "datetime") or f.name in filtered:
+                    continue
+                if f.name == pk or f.references or self.ignored(entity, f.name):
+                    continue
+                values = [r.get(f.name) for r in items]
+                if any(v is None for v in values) or len(items) < 2:
+                    continue
+                for direction in ("highest", "lowest"):
+                    best = max(values) if direction == "highest" else min(values)
+                    at = [i for i, v in enumerate(values) if v == best]
+                    if len(at) == 1 and at[0] >= beyond:
+                        intent = Intent(
+                            kind="find_extreme",
+                            entity=entity.name,
+                            filters=filters,
+                            field=f.name,
+                            direction=direction,
+                            pages=beyond > 0,
+                            temporal=f.type in ("date", "datetime"),
+                        )
+                        options.append((items[at[0]], intent))
+            if len(items) == 1:
+                options.append((items[0], Intent(kind="find_only", entity=entity.name, filters=filters)))
+        if label is not None and not beyond:
+            labels = [r.get(label) for r in self.rows(entity)]
+            pool = [r for r in items if isinstance(r.get(label), str) and labels.count(r.get(label)) == 1]
+            if pool and (not options or rng.random() < 0.3):
+                r = rng.choice(pool)
+                return r, Intent(kind="find_named", entity=entity.name, filters=filters, value=r[label])
+        if not options:
+            return None, None
+        return rng.choice(options)
+
+    def get_step(self, session: Session, tool: ToolSpec, entity: EntitySpec, steps: list[Step]) -> Step | None:
+        args, sources = self.id_args(steps, tool, entity, required_only=True)
+        if not args:
+            return None
+        (src, direct) = next(iter(sources.values()))
+        if direct:
+            return None  # looking up a record the chain already holds repeats it
+        record = self.call(session, tool, args)
+        if not isinstance(record, dict) or self.duplicate(steps, record):
+            return None
+        intent = Intent(kind="lookup", entity=entity.name, source=steps[src].entity)
+        call = ToolCall(tool=tool.name, args=args)
+        return Step(tool, "get", entity.name, [call], [record], record, intent, uses={src})
+
+    def aggregate_step(self, session: Session, tool: ToolSpec, entity: EntitySpec, steps: list[Step]) -> Step | None:
+        rng = self.rng
+        props = tool.parameters.get("properties") or {}
+        args, sources = self.id_args(steps, tool, entity, required_only=False)
+        filters = [Filter(field=p, relation=steps[i].entity) for p, (i, direct) in sources.items() if direct]
+        if len(filters) != len(args):
+            raise _WalkFailed("indirect filter")
+        stated: list[Any] = []
+        rows = self.rows(entity)
+        enums = [
+            p
+            for p in sorted(props)
+            if p not in ("field", "group_by") and props[p].get("enum") and self.field_spec(entity, p) is not None
+        ]
+        if enums and rows and rng.random() < 0.6:
+            p = rng.choice(enums)
+            args[p] = rng.choice(rows).get(p)
+            if args[p] is not None:
+                filters.append(Filter(field=p, value=args[p]))
+                stated.append(args[p])
+        statistic = "count"
+        field_options = (props.get("field") or {}).get("enum") or []
+        if field_options and rng.random() < 0.7:
+            args["field"] = rng.choice(field_options)
+            statistic = rng.choice(STATISTICS)
+        value = self.call(session, tool, {k: v for k, v in args.items() if v is not None})
+        if not isinstance(value, dict) or not value.get("count") or value.get(statistic) is None:
+            return None
+        intent = Intent(
+            kind="aggregate", entity=entity.name, filters=filters, field=args.get("field"), statistic=statistic
+        )
+        call = ToolCall(tool=tool.name, args=args)
+        record = {statistic: value[statistic]}
+        uses = {i for i, _ in sources.values()}
+        return Step(tool, "aggregate", entity.name, [call], [value], record, intent, stated, uses=uses)
+
+    def create_step(
+        self, session: Session, tool: ToolSpec, entity: EntitySpec, steps: list[Step], want_constraint: bool
+    ) -> Step | None:
+        props = tool.parameters.get("properties") or {}
+        required = set(tool.parameters.get("required") or [])
+        args, sources = self.id_args(steps, tool, entity, required_only=False)
+        links = []
+        for _, (i, direct) in sorted(sources.items()):
+            if not direct:
+                raise _WalkFailed("indirect link")
+            links.append(steps[i].entity or "")
+        changes: dict[str, Any] = {}
+        constraint = None
+        note = None
+        for p in sorted(props):
+            if p in args or p in GENERIC_PARAMS:
+                continue
+            f = self.field_spec(entity, p)
+            if f is None or f.references:
+                if p in required:
+                    return None
+                continue
+            optional_ok = props[p].get("enum") and p not in ("status", "state") and self.rng.random() < 0.3
+            if p not in required and not optional_ok:
+                continue
+            supply = self.supply_of(entity, p, args, steps)
+            if supply is not None and want_constraint:
+                limit, available, label = supply
+                args[p] = available
+                constraint = label
+                note = f"{humanize(p)}: as many as possible, at most {limit}"
+                continue
+            args[p] = self.fresh_value(entity, f, props[p])
+            changes[p] = args[p]
+        record = self.call(session, tool, args)
+        if not isinstance(record, dict):
+            return None
+        intent = Intent(kind="create", entity=entity.name, changes=changes, links=links)
+        if note:
+            intent.limit_note = note
+            intent.changes = {**changes}
+        step = Step(tool, "create", entity.name, [ToolCall(tool=tool.name, args=args)], [record], record, intent)
+        step.stated = list(changes.values())
+        step.constraint = constraint
+        step.uses = {i for i, _ in sources.values()}
+        return step
+
+    def supply_of(
+        self, entity: EntitySpec, param: str, args: dict[str, Any], steps: list[Step]
+    ) -> tuple[int, Any, str] | None:
+        """(limit stated, amount available, constraint label) when `param` consumes a supply a read showed."""
+        for rule in entity.rules:
+            if rule.kind != "consumes" or rule.field != param or not rule.target:
+                continue
+            target, _, supply_field = rule.target.partition(".")
+            target = singular(target)
+            fk = next((f.name for f in entity.fields if (f.references or "").split(".")[0] in (target,)), None)
+            i = self.latest(steps, target)
+            if fk is None or fk not in args or i is None:
+                continue
+            record = steps[i].record or {}
+            available = record.get(supply_field)
+            if record.get(self.entities[target].primary_key) != args[fk] or not isinstance(available, int):
+                continue
+            if available <= 0:
+                continue
+            return available + self.rng.randint(1, 5), available, _constraint_label(supply_field)
+        return None
+
+    def fresh_value(self, entity: EntitySpec, f: FieldSpec, prop: dict[str, Any]) -> Any:
+        """A valid new value for a field: an enum choice, a small number, a date, or a text no row holds."""
+        rng = self.rng
+        choices = prop.get("enum") or f.enum
+        if choices:
+            return rng.choice(choices)
+        low = max(x for x in (f.minimum, prop.get("minimum"), 0) if x is not None)
+        high = min((x for x in (f.maximum, prop.get("maximum")) if x is not None), default=None)
+        if f.type == "integer" or prop.get("type") == "integer":
+            value = int(low) + rng.randint(1, 5)
+            return min(value, int(high)) if high is not None else value
+        if f.type == "number":
+            value = float(low) + rng.choice((12.5, 25.0, 40.0, 75.0, 120.0))
+            return min(value, float(high)) if high is not None else value
+        if f.type == "boolean":
+            return rng.random() < 0.5
+        if f.type == "date":
+            return f"2026-0{rng.randint(1, 9)}-{rng.randint(10, 28)}"
+        if f.type == "datetime":
+            return f"2026-0{rng.randint(1, 9)}-{rng.randint(10, 28)}T{rng.randint(10, 17)}:00:00"
+        taken = {str(r.get(f.name)) for r in self.rows(entity)}
+        word = rng.choice(_WORDS)
+        candidates = [
+            ".".join(rng.sample(_WORDS, 2)) + "@example.org" if f.format == "email" or "email" in f.name else "",
+            f"+1 555 01{rng.randint(10, 99)}" if f.format == "phone" or "phone" in f.name else "",
+            " ".join(w.capitalize() for w in rng.sample(_WORDS, 2)),
+            f"{word.upper()}-{rng.randint(100, 999)}",
+            f"{rng.randint(100, 999)} {word.capitalize()} Street",
+        ]
+        existing = sorted(v for v in taken if v)
+        shifted = [_shift(v, rng) for v in rng.sample(existing, min(3, len(existing)))]
+        # Code-like values (ISBNs, card numbers) keep their shape; names and addresses get fresh words.
+        code_like = sum(any(c.isdigit() for c in v) for v in existing) > len(existing) / 2
+        candidates = shifted + candidates if code_like else candidates + shifted
+        for c in candidates:
+            if c and c not in taken and _allowed(prop, c):
+                return c
+        raise _WalkFailed(f"no fresh value for {f.name}")
+
+    def write_step(
+        self, session: Session, tool: ToolSpec, kind: str, entity: EntitySpec, steps: list[Step]
+    ) -> Step | None:
+        props = tool.parameters.get("properties") or {}
+        args, sources = self.id_args(steps, tool, entity, required_only=True)
+        key = next((p for p in args if self.target_entity(tool, p) == entity.name), None)
+        if key is None or not sources[key][1]:
+            return None
+        target = steps[sources[key][0]].record or {}
+        if kind == "delete":
+            value = self.call(session, tool, args)
+            intent = Intent(kind="delete", entity=entity.name)
+            call = ToolCall(tool=tool.name, args=args)
+            return Step(tool, kind, entity.name, [call], [value], None, intent, uses={sources[key][0]})
+        options = []
+        for p in sorted(props):
+            f = self.field_spec(entity, p)
+            if p in args or f is None or f.references or f.primary_key or self.ignored(entity, p) or f.unique:
+                continue
+            options.append((p, f))
+        if not options:
+            return None
+        p, f = self.rng.choice(options)
+        new = self.changed_value(entity, f, props[p], target.get(p))
+        args[p] = new
+        record = self.call(session, tool, args)
+        if not isinstance(record, dict):
+            return None
+        intent = Intent(kind="update", entity=entity.name, changes={p: new})
+        call = ToolCall(tool=tool.name, args=args)
+        return Step(tool, kind, entity.name, [call], [record], record, intent, [new], uses={sources[key][0]})
+
+    def changed_value(self, entity: EntitySpec, f: FieldSpec, prop: dict[str, Any], current: Any) -> Any:
+        choices = [c for c in (prop.get("enum") or f.enum or []) if c != current]
+        if choices:
+            return self.rng.choice(choices)
+        if f.type in ("integer", "number") and isinstance(current, int | float):
+            step = self.rng.choice((1, 2, 3)) if f.type == "integer" else self.rng.choice((5.0, 10.0, 20.0))
+            value = current + step
+            return int(value) if f.type == "integer" else round(value, 2)
+        for _ in range(5):
+            value = self.fresh_value(entity, f, prop)
+            if value != current:
+                return value
+        raise _WalkFailed("no changed value")
+
+    def action_step(
+        self, session: Session, tool: ToolSpec, entity: EntitySpec, steps: list[Step], want_constraint: bool
+    ) -> Step | None:
+        op = tool.operation
+        if op is None or op.action == "transfer":
+            return None
+        props = tool.parameters.get("properties") or {}
+        required = set(tool.parameters.get("required") or [])
+        args, sources = self.id_args(steps, tool, entity, required_only=True)
+        key = next((p for p in args if self.target_entity(tool, p) == entity.name), None)
+        if key is None or not sources[key][1]:
+            return None
+        target = steps[sources[key][0]].record or {}
+        verb = _verb(tool.name, entity.name)
+        stated: list[Any] = []
+        constraint = None
+        if op.action == "transition":
+            if op.from_values and target.get(op.field or "status") not in op.from_values:
+                return None
+            intent = Intent(kind="transition", entity=entity.name, value=op.to_value, verb=verb)
+            stated.append(op.to_value)
+        else:
+            amount_param = op.amount_param or "amount"
+            current = target.get(op.field or "")
+            integer = (props.get(amount_param) or {}).get("type") == "integer"
+            amount: Any = self.rng.randint(1, 5) if integer else float(self.rng.choice((25, 50, 75, 100, 150, 250)))
+            note = None
+            stated_amount = amount
+            if op.action == "decrement":
+                if not isinstance(current, int | float) or current <= 0:
+                    return None
+                if want_constraint and self.non_negative(entity, op.field):
+                    limit = (int(current) + self.rng.randint(1, 5)) if integer else float(int(current) + 100)
+                    amount = current
+                    constraint = _constraint_label(op.field or "")
+                    note = f"as much as possible, at most {value_text(limit)}, without going below zero"
+                    stated_amount = limit
+                elif amount > current:
+                    return None
+            args[amount_param] = amount
+            sign = -1 if op.action == "decrement" else 1
+            intent = Intent(
+                kind="adjust",
+                entity=entity.name,
+                field=op.field,
+                value=stated_amount,
+                verb=verb,
+                sign=sign,
+                limit_note=note,
+            )
+            if not constraint:
+                stated.append(amount)
+        if required - set(args):
+            return None
+        record = self.call(session, tool, args)
+        if not isinstance(record, dict):
+            return None
+        step = Step(tool, "action", entity.name, [ToolCall(tool=tool.name, args=args)], [record], record, intent)
+        step.stated = stated
+        step.constraint = constraint
+        step.uses = {sources[key][0]}
+        return step
+
+    def non_negative(self, entity: EntitySpec, name: str | None) -> bool:
+        return any(r.kind == "non_negative" and r.field == name for r in entity.rules)
+
+    # --- answers, rubric, replay --------------------------------------------------------------
+
+    def choose_asks(self, steps: list[Step]) -> list[Ask]:
+        """(step, entity, field, value) to report: aggregates always, else fields of the latest records."""
+        asks: list[Ask] = []
+        stated = {canonical_json(v) for s in steps for v in s.stated}
+        for i, s in enumerate(steps):
+            if s.kind == "aggregate" and s.record:
+                (stat, value), *_ = s.record.items()
+                asks.append((i, "", stat, value))
+        candidates: list[tuple[int, str, str, Any]] = []
+        for i, s in enumerate(steps):
+            if s.record is None or s.entity is None or s.kind == "aggregate" or self.latest(steps, s.entity) != i:
+                continue
+            entity = self.entities[s.entity]
+            for name, value in sorted(s.record.items()):
+                if value is None or isinstance(value, bool | dict | list) or canonical_json(value) in stated:
+                    continue
+                if self.ignored(entity, name) or self.reference_target(entity, name) is not None:
+                    continue
+                if name == entity.primary_key and s.kind != "create":
+                    continue
+                if isinstance(value, str) and (len(value) < 2 or len(value) > 60):
+                    continue
+                candidates.append((i, s.entity, name, value))
+        if candidates:
+            last = max(c[0] for c in candidates)
+            pool = [c for c in candidates if c[0] == last] if self.rng.random() < 0.7 else candidates
+            picks = self.rng.sample(pool, min(len(pool), MAX_ASKS - len(asks) if len(asks) < MAX_ASKS else 0))
+            asks += sorted(picks)
+        return asks
+
+    def state_checks(self, steps: list[Step], final: Snapshot) -> list[RubricCheck]:
+        """Checks of the gold run's end state: changed fields, new rows, removed rows (bookkeeping ignored).
+        Every write must leave a trace: a chain that creates a row and deletes it again is no errand."""
+        keys = {e.table: e.primary_key for e in self.spec.entities}
+        diff = state_diff(self.seed, final, self.spec.bookkeeping, keys=keys)
+        touched = {
+            (table, canonical_json(r.key if isinstance(r, RowChange) else r.get(d.key)))
+            for table, d in diff.tables.items()
+            for r in [*d.changed, *d.added, *d.removed]
+        }
+        for s in steps:
+            if s.tool.mutates and s.entity is not None:
+                entity = self.entities[s.entity]
+                args = s.calls[0].args
+                own = [v for p, v in sorted(args.items()) if self.target_entity(s.tool, p) == entity.name]
+                key = s.record.get(entity.primary_key) if s.record else next(iter(own), None)
+                if (entity.table, canonical_json(key)) not in touched:
+                    raise _WalkFailed(f"{s.tool.name} leaves no trace in the end state")
+        checks: list[RubricCheck] = []
+        for table, d in sorted(diff.tables.items()):
+            for change in d.changed:
+                for name, value in sorted(change.after.items()):
+                    where = {d.key: change.key}
+                    checks.append(RubricCheck(kind="field_equals", table=table, where=where, field=name, value=value))
+            for row in d.added:
+                where = {k: v for k, v in row.items() if k != d.key and v is not None}
+                checks.append(RubricCheck(kind="row_exists", table=table, where=where))
+            for row in d.removed:
+                where = {d.key: row[d.key]} if d.key else row
+                checks.append(RubricCheck(kind="row_absent", table=table, where=where))
+        return checks
+
+    def replay(self, gold: list[ToolCall]) -> tuple[list[Any], Snapshot]:
+        """Run the gold chain in a fresh session; a call that fails there discards the chain."""
+        out = []
+        with self.session_factory() as session:
+            for c in gold:
+                r = session.call(c.tool, c.args)
+                if not r.ok:
+                    raise _WalkFailed(f"replay: {c.tool} failed")
+                out.append(r.value)
+            return out, session.snapshot()
+
+    def stable_asks(self, steps: list[Step], asks: list[Ask], replayed: list[Any]) -> list[Ask]:
+        """Keep the asked values that the replay reproduces."""
+        if canonical_json(replayed) == canonical_json([r for s in steps for r in s.results]):
+            return asks
+        flat = canonical_json(replayed).decode()
+        return [a for a in asks if canonical_json(a[3]).decode() in flat]
+
+    def check_question(self, question: str, steps: list[Step]) -> None:
+        """Solvability: no tool named; every value a write uses is stated or was read earlier."""
+        low = question.lower()
+        for name in self.tools:
+            if name.lower() in low or name.lower().replace("_", " ") in low:
+                raise _WalkFailed("question names a tool")
+        seen_outputs: list[str] = []
+        for s in steps:
+            for c, r in zip(s.calls, s.results, strict=True):
+                if s.tool.mutates:
+                    for p, v in c.args.items():
+                        if isinstance(v, dict | list) or v is None:
+                            continue
+                        if not answer_contains(question, v) and not any(_holds(o, v) for o in seen_outputs):
+                            raise _WalkFailed(f"{c.tool}.{p} is neither stated nor read")
+                seen_outputs.append(canonical_json(r).decode())
+
+    def difficulty(self, steps: list[Step], gold: list[ToolCall], style: Style) -> Difficulty:
+        names = [s.tool.name for s in steps]
+        kinds = [k for _, _, k in walk_edges(self.graph, names)]
+        weak = sum(k != "strong" for k in kinds) / len(kinds) if kinds else 0.0
+        return Difficulty(
+            chain_length=len(gold),
+            weak_edge_share=round(weak, 3),
+            obscured=style.obscured,
+            pagination=any(s.pages > 1 for s in steps),
+            constraints=sorted({s.constraint for s in steps if s.constraint}),
+        )
+
+    def capabilities(self, steps: list[Step]) -> list[str]:
+        caps = set()
+        if len(steps) >= 2:
+            caps.add("multi-hop")
+        if any(s.pages > 1 for s in steps):
+            caps.add("pagination")
+        if any(s.tool.mutates for s in steps):
+            caps.add("mutation")
+        if any(s.kind == "aggregate" or s.intent.kind == "find_extreme" for s in steps):
+            caps.add("aggregation")
+        if any(s.constraint for s in steps):
+            caps.add("constraint")
+        if any(s.kind == "search" for s in steps):
+            caps.add("search")
+        return sorted(caps)
+
+
+# --- small helpers --------------------------------------------------------------------------
+
+_UPPER = "ABCDEFGHJKLMNPQRSTUVWXYZ"
+_WORDS = ("harbor", "maple", "summit", "cedar", "lumen", "orbit", "willow", "quartz", "ember", "falcon", "meadow")
+
+
+def _prune(steps: list[Step], asks: list[Ask]) -> tuple[list[Step], list[Ask]]:
+    """Drop reads whose record nothing later uses and nothing asks about: a chain is one connected errand."""
+    needed = {a[0] for a in asks}
+    keep: set[int] = set()
+    for i in range(len(steps) - 1, -1, -1):
+        if steps[i].tool.mutates or i in needed or any(i in steps[j].uses for j in keep):
+            keep.add(i)
+    index = {old: new for new, old in enumerate(sorted(keep))}
+    kept = [steps[i] for i in sorted(keep)]
+    for s in kept:
+        s.uses = {index[u] for u in s.uses if u in index}
+    return kept, [(index[a[0]], *a[1:]) for a in asks]
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict) and isinstance(value.get("items"), list):
+        return [r for r in value["items"] if isinstance(r, dict)]
+    if isinstance(value, list):
+        return [r for r in value if isinstance(r, dict)]
+    return []
+
+
+def _next_offset(value: Any) -> int | None:
+    return value.get("next_offset") if isinstance(value, dict) else None
+
+
+def _allowed(prop: dict[str, Any], value: str) -> bool:
+    pattern = prop.get("pattern")
+    if isinstance(pattern, str) and not re.search(pattern, value):
+        return False
+    return prop.get("minLength", 0) <= len(value) <= prop.get("maxLength", len(value))
+
+
+def _shift(value: str, rng: random.Random) -> str:
+    """`value` with one digit or letter changed: the same shape, usually a value no row holds."""
+    chars = list(value)
+    spots = [i for i, c in enumerate(chars) if c.isalnum()]
+    for i in reversed(spots):
+        c = chars[i]
+        pool = "0123456789" if c.isdigit() else (_UPPER if c.isupper() else _UPPER.lower())
+        chars[i] = rng.choice([x for x in pool if x != c])
+        return "".join(chars)
+    return value
+
+
+def _holds(output_json: str, value: Any) -> bool:
+    return canonical_json(value).decode() in output_json
+
+
+def _verb(tool_name: str, entity: str) -> str | None:
+    """The tool's own verb when its name is `<verb>_<entity>` ("cancel_order" -> "cancel")."""
+    verb, _, rest = tool_name.partition("_")
+    if verb in _ID_VERBS or singular(rest) != entity:
+        return None
+    return verb
+
+
+def _constraint_label(field_name: str) -> str:
+    name = field_name.lower()
+    if any(w in name for w in ("seat", "capacity", "slot", "room", "spot")):
+        return "capacity"
+    if any(w in name for w in ("balance", "budget", "credit", "fund", "limit")):
+        return "budget"
+    return "supply"
+
+
+def synthesize_graph_tasks(
+    bundle: Bundle,
+    session_factory: SessionFactory,
+    graph: nx.DiGraph,
+    rng: random.Random,
+    n: int,
+    knobs: Difficulty | None = None,
+) -> list[Task]:
+    """Up to `n` graph-walk tasks of one environment, deterministic for the rng's state.
+
+    `knobs` steers difficulty (chain length, pagination, constraints, obscured phrasing); None draws a
+    default mix whose chains average at least four calls. Each task's `difficulty` records what it got."""
+    if n <= 0:
+        return []
+    return GraphTaskSynthesizer(bundle, session_factory, graph, rng, knobs).synthesize(n)
+
+
+__all__ = ["GraphTaskSynthesizer", "SessionFactory", "Step", "operation_kind", "synthesize_graph_tasks"]

@@ -1,0 +1,182 @@
+"""Graph-walk tasks on real catalog bundles: yield, chain length, replay stability, solvability, knobs, determinism."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+
+from factory.envs.build import build_env
+from factory.envs.bundle import Bundle
+from factory.envs.runtime import Environment
+from factory.graphs import build_tool_graph
+from factory.models import Difficulty, Snapshot, Task, ToolCall
+from factory.tasks.phrasing import humanize
+from factory.tasks.walks import synthesize_graph_tasks
+from factory.verify.answers import answer_contains
+from factory.verify.rubric import rubric_verdict
+
+TOPICS = ("online-shop", "retail-banking", "flight-booking")
+N = 12
+
+
+class Env:
+    """A built bundle opened for serving, its tool graph, its seed state and the default tasks (seed 0)."""
+
+    def __init__(self, path: Path):
+        self.bundle = Bundle.open(path)
+        self.env = Environment.open(path)
+        self.graph = build_tool_graph(self.env.spec)
+        with self.env.session() as s:
+            self.seed: Snapshot = s.snapshot()
+        self.tasks = self.synthesize(0)
+
+    def synthesize(self, seed: int, n: int = N, knobs: Difficulty | None = None) -> list[Task]:
+        return synthesize_graph_tasks(self.bundle, self.env.session, self.graph, random.Random(seed), n, knobs)
+
+    def run(self, gold: list[ToolCall]) -> tuple[list[object], Snapshot]:
+        with self.env.session() as s:
+            results = []
+            for c in gold:
+                r = s.call(c.tool, c.args)
+                assert r.ok, (c, r.error)
+                results.append(r.value)
+            return results, s.snapshot()
+
+
+@pytest.fixture(scope="module")
+def envs(tmp_path_factory) -> dict[str, Env]:
+    root = tmp_path_factory.mktemp("bundles")
+    out = {}
+    for topic in TOPICS:
+        report = build_env(topic, root / topic)
+        assert report.kept, report.reasons
+        out[topic] = Env(root / topic)
+    yield out
+    for e in out.values():
+        e.env.close()
+
+
+def all_tasks(envs: dict[str, Env]) -> list[tuple[Env, Task]]:
+    return [(e, t) for e in envs.values() for t in e.tasks]
+
+
+def test_yield_and_mean_chain_length(envs):
+    for topic, e in envs.items():
+        assert len(e.env.spec.tools) >= 5
+        assert len(e.tasks) >= 10, topic
+        assert statistics.mean(len(t.gold) for t in e.tasks) >= 4, topic
+        assert len({t.id for t in e.tasks}) == len(e.tasks)
+        assert all(t.kind == "graph" and t.env_id == e.env.spec.id and t.verifier is None for t in e.tasks)
+
+
+def test_gold_replay_reproduces_answer_and_state(envs):
+    """Re-executing the gold in a fresh session passes the rubric with the recorded answer; a no-op run fails."""
+    for e, t in all_tasks(envs):
+        assert isinstance(t.gold, list) and t.rubric
+        _, final = e.run(t.gold)
+        answer = json.dumps(t.answer) if t.answer is not None else ""
+        verdict = rubric_verdict(t.rubric, e.seed, final, answer)
+        assert verdict.passed, (t.question, [c for c in verdict.checks if not c.passed])
+        noop = rubric_verdict(t.rubric, e.seed, e.seed, "")
+        assert not noop.passed, t.question
+        if t.mutates:
+            answer_only = rubric_verdict(t.rubric, e.seed, e.seed, answer)
+            assert not answer_only.passed, t.question
+
+
+def test_answer_values_come_from_the_chain(envs):
+    for e, t in all_tasks(envs):
+        values = list(t.answer.values()) if isinstance(t.answer, dict) else [t.answer]
+        if t.answer is None:
+            assert t.mutates  # a pure read chain always asks for something
+            continue
+        results, _ = e.run(t.gold)
+        flat = json.dumps(results)
+        for v in values:
+            assert json.dumps(v) in flat or isinstance(v, float), (t.question, v)
+            assert not answer_contains(t.question, v) or isinstance(v, int | float), (t.question, v)
+
+
+def test_question_names_no_tool_and_writes_are_solvable(envs):
+    for e, t in all_tasks(envs):
+        low = t.question.lower()
+        for name in e.env.tool_names:
+            assert name.lower() not in low and name.replace("_", " ") not in low, (name, t.question)
+        results, _ = e.run(t.gold)
+        for i, c in enumerate(t.gold):
+            if not e.env.spec.tool(c.tool).mutates:
+                continue
+            earlier = json.dumps(results[:i])
+            for param, value in c.args.items():
+                stated = answer_contains(t.question, value)
+                assert stated or json.dumps(value) in earlier, (t.question, c, param)
+
+
+def test_knobs_and_capabilities_recorded(envs):
+    for e, t in all_tasks(envs):
+        d = t.difficulty
+        assert d.chain_length == len(t.gold)
+        assert 0.0 <= d.weak_edge_share <= 1.0
+        paged = any("offset" in c.args for c in t.gold)
+        assert d.pagination == paged
+        assert ("pagination" in t.capabilities) == paged
+        writes = any(e.env.spec.tool(c.tool).mutates for c in t.gold)
+        assert t.mutates == writes and ("mutation" in t.capabilities) == writes
+        assert ("constraint" in t.capabilities) == bool(d.constraints)
+        assert "multi-hop" in t.capabilities
+    seen = {cap for _, t in all_tasks(envs) for cap in t.capabilities}
+    assert {"multi-hop", "mutation", "aggregation", "pagination"} <= seen
+
+
+def test_deterministic_for_a_seed(envs):
+    e = envs["online-shop"]
+    again = e.synthesize(0)
+    assert [t.model_dump() for t in again] == [t.model_dump() for t in e.tasks]
+    other = e.synthesize(1)
+    assert [t.id for t in other] != [t.id for t in e.tasks]
+
+
+def test_pagination_knob_puts_the_record_beyond_the_first_page(envs):
+    e = envs["retail-banking"]
+    tasks = e.synthesize(3, n=4, knobs=Difficulty(chain_length=5, pagination=True))
+    assert len(tasks) >= 3
+    for t in tasks:
+        assert t.difficulty.pagination and "pagination" in t.capabilities
+        assert any(c.args.get("offset") for c in t.gold)
+        assert len(t.gold) >= 4
+
+
+def test_constraint_knob_respects_the_supply(envs):
+    e = envs["online-shop"]
+    tasks = e.synthesize(5, n=3, knobs=Difficulty(chain_length=4, constraints=["supply"]))
+    assert tasks
+    for t in tasks:
+        assert t.difficulty.constraints and "constraint" in t.capabilities
+        _, final = e.run(t.gold)
+        orders = [c for c in t.gold if c.tool == "create_order"]
+        assert orders  # the supply-consuming write
+        product = orders[0].args["product_id"]
+        stock = next(r["stock"] for r in final.tables["products"] if r["id"] == product)
+        assert stock == 0  # as many as possible: the whole supply, and not one more
+
+
+def test_obscured_knob_hides_entity_names(envs):
+    e = envs["online-shop"]
+    tasks = e.synthesize(7, n=4, knobs=Difficulty(chain_length=4, obscured=True))
+    assert tasks
+    for t in tasks:
+        assert t.difficulty.obscured
+        words = t.question.lower()
+        for entity in e.env.spec.entities:
+            assert f" {humanize(entity.name)} " not in f" {words} ", t.question
+
+
+def test_weak_edge_knob_sets_a_floor(envs):
+    e = envs["flight-booking"]
+    tasks = e.synthesize(2, n=4, knobs=Difficulty(chain_length=4, weak_edge_share=0.5))
+    assert tasks
+    assert all(t.difficulty.weak_edge_share >= 0.5 for t in tasks)
