@@ -7,6 +7,7 @@ from collections.abc import Callable
 import dagster as dg
 
 from factory.stages import StageRun, summary_table, totals
+from factory.tasks.stages import DROP_PREFIX
 
 
 def progress_logger(context: dg.AssetExecutionContext) -> Callable[[int, int, str], None]:
@@ -30,8 +31,15 @@ def stage_metadata(run: StageRun, columns: list[str]) -> dict[str, dg.MetadataVa
         "reused_unchanged": dg.MetadataValue.int(len(run.reused)),
         "per_environment": dg.MetadataValue.md(summary_table(manifest, columns)),
     }
+    drops: dict[str, int] = {}
     for name, value in sorted(totals(manifest).items()):
-        meta[f"total_{name}"] = dg.MetadataValue.float(float(value))
+        if name.startswith(DROP_PREFIX):
+            drops[name.removeprefix(DROP_PREFIX)] = int(value)
+        else:
+            meta[f"total_{name}"] = dg.MetadataValue.float(float(value))
+    if drops:
+        rows = ["| reason | tasks dropped |", "|---|---|", *(f"| {r} | {n} |" for r, n in drops.items())]
+        meta["drops_by_reason"] = dg.MetadataValue.md("\n".join(rows))
     return meta
 
 

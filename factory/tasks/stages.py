@@ -37,6 +37,7 @@ CANDIDATES = "candidates.parquet"
 TASKS = "tasks.parquet"
 DROPPED_JSON = "dropped.json"
 AUDIT_JSON = "audit.json"
+DROP_PREFIX = "drop:"
 
 
 class AuditRecord(Model):
@@ -46,6 +47,11 @@ class AuditRecord(Model):
     kept: list[str] = Field(default_factory=list)
     dropped: list[DroppedTask] = Field(default_factory=list)
     summary: dict[str, int] = Field(default_factory=dict)
+
+
+def drop_counts(summary: dict[str, int]) -> dict[str, float]:
+    """`drop:<reason>` counts for the stage manifest (the UI shows them as drops by reason)."""
+    return {f"{DROP_PREFIX}{reason}": n for reason, n in summary.items() if reason != "kept"}
 
 
 def synthesize_category_tasks(
@@ -70,6 +76,7 @@ def synthesize_category_tasks(
                     "program": kinds.count("program"),
                     "filter_drops": len(result.dropped),
                     "seconds": round(result.seconds, 2),
+                    **drop_counts(result.audit_summary),
                 },
             )
 
@@ -115,6 +122,7 @@ def audit_category_tasks(
                     "tasks": len(kept),
                     "audit_drops": len(result.dropped),
                     "mutation_tasks": sum(1 for t in kept if t.mutates),
+                    **drop_counts(result.audit_summary),
                 },
             )
 
