@@ -1,0 +1,28 @@
+"""The issue's bar on every bundled catalog environment, at default settings (n=20, seed 0):
+at least 10 audited tasks when it has 5 or more tools, both kinds present, graph tasks averaging at
+least 4 tool calls, program tasks with loops or aggregation."""
+
+from pathlib import Path
+
+import pytest
+
+from factory.envs.build import build_env
+from factory.tasks.synthesize import synthesize_tasks
+from factory.topics import load_catalog
+
+CATALOG = [t.id for t in load_catalog()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topic_id", CATALOG)
+def test_catalog_environment_meets_the_task_bar(topic_id: str, tmp_path: Path):
+    report = build_env(topic_id, tmp_path / topic_id)
+    assert report.kept, report.reasons
+    result = synthesize_tasks(tmp_path / topic_id, n=20, seed=0)
+    graph = [t for t in result.tasks if t.kind == "graph"]
+    program = [t for t in result.tasks if t.kind == "program"]
+    if len(report.kept_tools) >= 5:
+        assert len(result.tasks) >= 10, result.audit_summary
+    assert graph and program, result.audit_summary
+    assert sum(len(t.gold) for t in graph) / len(graph) >= 4
+    assert all({"loops", "aggregation"} & set(t.capabilities) for t in program)
