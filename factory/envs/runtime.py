@@ -53,13 +53,15 @@ class Environment:
         self.limits = limits
         self.key = f"{spec.id}-{uuid.uuid4().hex[:12]}"
         self._tools = {t.name: t for t in spec.tools}
+        self._mutates = frozenset(t.name for t in spec.tools if t.mutates)
         self._validators: dict[str, Callable[[Any], str | None]] = {
             t.name: compile_schema(t.parameters, limits.max_string_chars) for t in spec.tools
         }
         self._pks = {e.table: e.primary_key for e in spec.entities}
         seed = bundle.seed_bytes() if spec.backend == "sqlite" else None
         files = _read_state_files(bundle.state_dir) if spec.backend == "files" else None
-        self._load_message = ("load", self.key, source, spec.backend, seed, files)
+        read_only = sorted(t.name for t in spec.tools if not t.mutates)  # run without a savepoint in the worker
+        self._load_message = ("load", self.key, source, spec.backend, seed, files, read_only)
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
         self.closed = False
@@ -213,13 +215,16 @@ class Session:
             except ValueError as e:  # marshal: a value that is not plain data
                 return _error("invalid_arguments", f"arguments are not JSON values: {e}", started=started)
             if reply[0] == "ok":
-                if reply[2] or env._tools[tool].mutates:
+                if reply[2] or tool in env._mutates:
                     self.journal.append((tool, marshal.loads(marshal.dumps(args))))
                 return ToolResult(ok=True, value=reply[1], wall_ms=(time.perf_counter() - started) * 1000)
             if reply[0] != "error":
                 return _error("worker_crashed", f"sandbox protocol error: {reply}", True, started)
-            if len(reply) > 4 and reply[4] == "state_lost":
-                self._replay(slot)
+            if len(reply) > 4 and reply[4] == "state_lost":  # the failed call wrote: rebuild from seed + journal
+                try:
+                    self._replay(slot)
+                except (WorkerCrashed, WorkerTimeout):
+                    slot.recover()
             return _error(str(reply[1]), str(reply[2]), bool(reply[3]), started)
 
     def _simple(self, message: tuple[Any, ...], what: str) -> list[Any]:

@@ -53,11 +53,17 @@ class CpuLimit(BaseException):
 
 
 def _on_alarm(signum, frame):
-    raise CallTimeout()
+    if IN_CALL:  # the per-call timer stays armed after a call; a late expiry between calls is ignored
+        raise CallTimeout()
 
 
-def _on_xcpu(signum, frame):  # SIGXCPU (forked functions) and SIGPROF (per-call timer)
+def _on_xcpu(signum, frame):  # SIGXCPU: RLIMIT_CPU of a forked function
     raise CpuLimit()
+
+
+def _on_prof(signum, frame):  # SIGPROF: the per-call CPU-time timer
+    if IN_CALL:
+        raise CpuLimit()
 
 
 # --- confinement ---------------------------------------------------------------------------
@@ -206,7 +212,7 @@ def confine(cfg: dict, rfd: int, wfd: int) -> dict:
     os.chdir(private)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-size write fails with EFBIG instead of killing us
     signal.signal(signal.SIGXCPU, _on_xcpu)
-    signal.signal(signal.SIGPROF, _on_xcpu)
+    signal.signal(signal.SIGPROF, _on_prof)
     signal.signal(signal.SIGALRM, _on_alarm)
     for name, value in (
         ("RLIMIT_AS", limits["memory_bytes"]),
@@ -258,6 +264,13 @@ class Channel:
             self.buf += chunk
 
     def recv_raw(self) -> bytes:
+        if not self.buf:  # the usual case: one read brings exactly one whole frame
+            chunk = os.read(self.rfd, 1 << 16)
+            if not chunk:
+                raise EOFError
+            if len(chunk) >= 4 and HEADER.unpack_from(chunk)[0] == len(chunk) - 4:
+                return chunk[4:]
+            self.buf += chunk
         self._fill(4)
         (n,) = HEADER.unpack_from(self.buf)
         self._fill(4 + n)
@@ -269,9 +282,12 @@ class Channel:
         return marshal.loads(self.recv_raw())
 
     def send_raw(self, payload: bytes) -> None:
-        view = memoryview(HEADER.pack(len(payload)) + payload)
-        while view:
-            view = view[os.write(self.wfd, view) :]
+        frame = HEADER.pack(len(payload)) + payload
+        written = os.write(self.wfd, frame)
+        if written < len(frame):
+            view = memoryview(frame)[written:]
+            while view:
+                view = view[os.write(self.wfd, view) :]
 
     def send(self, value) -> None:
         self.send_raw(_dumps(value))
@@ -286,10 +302,25 @@ def _json_default(o):
 
 
 _ENCODER = json.JSONEncoder(default=_json_default, separators=(",", ":"))  # bound before untrusted code runs
+_MARKERS: dict = {}  # the C encoder's cycle check; left dirty by an encoding that raised
+_C_ENCODE = (
+    json.encoder.c_make_encoder(
+        _MARKERS, _json_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
 
 
 def _dumps(value) -> bytes:
-    return _ENCODER.encode(value).encode()
+    """What `_ENCODER.encode` writes, without building a C encoder per call (JSONEncoder.encode does)."""
+    if _C_ENCODE is None:
+        return _ENCODER.encode(value).encode()
+    try:
+        return "".join(_C_ENCODE(value, 0)).encode()
+    except BaseException:
+        _MARKERS.clear()
+        raise
 
 
 # --- sessions ------------------------------------------------------------------------------
@@ -298,10 +329,11 @@ def _dumps(value) -> bytes:
 class Env:
     """One loaded tools.py and its seed state."""
 
-    def __init__(self, source: str, backend: str, seed, files):
+    def __init__(self, source: str, backend: str, seed, files, read_only=()):
         self.backend = backend
         self.seed = seed
         self.files = files or {}
+        self.read_only = frozenset(read_only)  # tools the spec declares non-mutating: no savepoint around them
         self.namespace = {"__name__": "tools", "__builtins__": builtins}
         exec(compile(source, "tools.py", "exec"), self.namespace)
 
@@ -314,12 +346,14 @@ class Session:
         if env.backend == "sqlite":
             self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self.state = self.conn if self.conn is not None else self.dir
+        self.schema_version = 0
         self.reset()
 
     def reset(self) -> None:
         if self.conn is not None:
             self.conn.deserialize(self.env.seed)
             self.conn.execute("PRAGMA foreign_keys=ON")
+            self.schema_version = _schema_version(self.conn)
             return
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
@@ -357,63 +391,70 @@ def _exception_result(e: BaseException) -> list:
     return _error("tool_exception", f"{type(e).__name__}: {msg}"[:2000])
 
 
+def _schema_version(conn) -> int:
+    return conn.execute("PRAGMA schema_version").fetchone()[0]
+
+
 def _arm(timeout_s: float, cpu_s: float) -> None:
+    """Start a call's clocks. They are re-armed by the next call, never disarmed: two syscalls, not four.
+
+    A timer that runs out between calls finds IN_CALL false and is ignored.
+    """
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
     signal.setitimer(signal.ITIMER_PROF, cpu_s)  # CPU time of this call only: SIGPROF -> CpuLimit
-
-
-def _disarm() -> None:
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def _is_error(value) -> bool:
     return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("error"), dict)
 
 
-def _run_tool(session: Session, fn, args: dict, timeout_s: float, cpu_s: float) -> list:
+def _run_tool(session: Session, fn, args: dict, timeout_s: float, cpu_s: float, guarded: bool = True) -> list:
     """Run one tool inside a savepoint (sqlite) or after a backup (files); undo it unless it succeeded.
 
     A success is `["ok", <JSON bytes of the value>, changed]`: the value is serialised once, here.
+    Unguarded (a sqlite tool the spec declares non-mutating) runs without the savepoint: the row-change
+    count and the schema version show whether it wrote, and a failed call that did answers "state_lost",
+    so the parent rebuilds the session (reset + journal replay) and a failed call still changes nothing.
     """
+    global IN_CALL
     conn = session.conn
     backup = None
     before = 0
     if conn is not None:
         before = conn.total_changes
-        conn.execute("SAVEPOINT tool_call")
+        if guarded:
+            conn.execute("SAVEPOINT tool_call")
     else:
         backup = session.dir + ".bak"
         shutil.rmtree(backup, ignore_errors=True)
         shutil.copytree(session.dir, backup)
     try:
         _arm(timeout_s, cpu_s)
+        IN_CALL = True
         try:
             value = fn(session.state, **args)
-        finally:
-            _disarm()
-        if _is_error(value):
-            err = value["error"]
-            result = _error(str(err.get("code") or "error"), str(err.get("message") or ""))
-        else:
-            payload = _dumps(value)
-            if len(payload) > MAX_RESULT_BYTES:
-                result = _error("tool_exception", f"result of {len(payload)} bytes is over the limit")
+            if _is_error(value):
+                err = value["error"]
+                result = _error(str(err.get("code") or "error"), str(err.get("message") or ""))
             else:
-                result = ["ok", payload, False]
+                payload = _dumps(value)
+                if len(payload) > MAX_RESULT_BYTES:
+                    result = _error("tool_exception", f"result of {len(payload)} bytes is over the limit")
+                else:
+                    result = ["ok", payload, False]
+        finally:
+            IN_CALL = False
     except BaseException as e:
         result = _exception_result(e)
     finally:
-        if os.getpid() != MYPID:  # tool code forked: the copy must never answer the parent
-            os._exit(0)
+        if _processes_started():
+            _reap()
     ok = result[0] == "ok"
     if conn is not None:
-        if conn.in_transaction:
-            if not ok:
-                conn.execute("ROLLBACK TO tool_call")
-            conn.execute("RELEASE tool_call")
-        elif not ok and conn.total_changes != before:
-            result.append("state_lost")  # tool code committed our savepoint away: the parent replays
+        if guarded:
+            _end_savepoint(session, result, before)
+        else:
+            _check_unguarded(session, result, before)
         if ok:
             result[2] = conn.total_changes != before
     elif not ok:
@@ -422,6 +463,32 @@ def _run_tool(session: Session, fn, args: dict, timeout_s: float, cpu_s: float) 
     else:
         shutil.rmtree(backup, ignore_errors=True)
     return result
+
+
+def _end_savepoint(session: Session, result: list, before: int) -> None:
+    conn = session.conn
+    if conn.in_transaction:
+        if result[0] != "ok":
+            conn.execute("ROLLBACK TO tool_call")
+        conn.execute("RELEASE tool_call")
+    elif result[0] != "ok" and conn.total_changes != before:
+        result.append("state_lost")  # tool code committed our savepoint away: the parent replays
+    if result[0] == "ok":
+        session.schema_version = _schema_version(conn)  # a write call may have changed the schema
+
+
+def _check_unguarded(session: Session, result: list, before: int) -> None:
+    """After a non-mutating tool ran bare: settle a transaction it left open; flag a failed call that wrote."""
+    conn = session.conn
+    if conn.in_transaction:
+        try:
+            conn.execute("COMMIT" if result[0] == "ok" else "ROLLBACK")
+        except sqlite3.Error as e:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            result[:] = _error("tool_exception", f"{type(e).__name__}: {e}"[:2000])
+    if result[0] != "ok" and (conn.total_changes != before or _schema_version(conn) != session.schema_version):
+        result.append("state_lost")
 
 
 def _send_result(chan: Channel, result: list) -> None:
@@ -527,6 +594,7 @@ def _child_run(chan: Channel, source: str, entry: str, kwargs: dict, program: bo
 
 def _run_forked(parent: Channel, req: tuple) -> None:
     """Fork a child for one function; relay its frames to the parent and the parent's to it; then report its exit."""
+    global IN_CALL
     _, source, entry, kwargs, program, timeout_s, cpu_s = req
     c_in_r, c_in_w = os.pipe()
     c_out_r, c_out_w = os.pipe()
@@ -537,6 +605,7 @@ def _run_forked(parent: Channel, req: tuple) -> None:
         os.close(parent.rfd)
         os.close(parent.wfd)
         try:
+            IN_CALL = True
             signal.setitimer(signal.ITIMER_REAL, timeout_s)
             _child_run(Channel(c_in_r, c_out_w), source, entry, kwargs, program, cpu_s)
         finally:
@@ -574,6 +643,7 @@ def _run_forked(parent: Channel, req: tuple) -> None:
             os.killpg(pid, signal.SIGKILL)
         for fd in (c_out_r, c_in_w, pidfd):
             os.close(fd)
+        _processes_started()
         _reap()
     parent.send(["fn_exit", status])
 
@@ -592,26 +662,27 @@ def _drain(child_out: Channel, parent: Channel) -> None:
         del child_out.buf[: 4 + n]
 
 
-def _strays_possible() -> bool:
-    """Whether any process was started since the last look: the pid namespace's last pid moved."""
+def _processes_started() -> bool:
+    """Whether any process was started since the last look; a copy of this worker (tool code forked) exits here.
+
+    With a private pid namespace one pread of its last pid says "none" and nothing else is checked.
+    """
     global LAST_PID
-    if LAST_PID_FD is None:
-        return True
-    current = os.pread(LAST_PID_FD, 32, 0)
-    if current == LAST_PID:
-        return False
-    LAST_PID = current
+    if LAST_PID_FD is not None:
+        current = os.pread(LAST_PID_FD, 32, 0)
+        if current == LAST_PID:
+            return False
+        LAST_PID = current
+    if os.getpid() != MYPID:  # tool code forked: the copy must never answer the parent
+        os._exit(0)
     return True
 
 
 def _reap() -> None:
     """Kill whatever untrusted code left running (a fork bomb churns on forever) and collect zombies.
 
-    Only with a private uid: kill(-1) then reaches exactly this worker's own processes. With a pid
-    namespace the check is one pread, so a call that started no process pays almost nothing.
+    Only with a private uid: kill(-1) then reaches exactly this worker's own processes.
     """
-    if not _strays_possible():
-        return
     if KILL_STRAYS:
         with contextlib.suppress(OSError):
             os.kill(-1, signal.SIGKILL)
@@ -644,6 +715,21 @@ def serve(chan: Channel, report: dict) -> None:
             chan.send(["protocol_error", f"{type(e).__name__}: {e}"[:2000]])
 
 
+def _load(source: str, backend: str, seed, files, read_only) -> Env:
+    """Import a tools.py under the call clocks (30 s): its top-level code is untrusted too."""
+    global IN_CALL
+    try:
+        _arm(30.0, 30)
+        IN_CALL = True
+        try:
+            return Env(source, backend, seed, files, read_only)
+        finally:
+            IN_CALL = False
+    finally:
+        if _processes_started():
+            _reap()
+
+
 def _dispatch(chan: Channel, req, envs: dict, sessions: dict, private: str) -> None:
     op = req[0]
     if op == "call":
@@ -653,9 +739,7 @@ def _dispatch(chan: Channel, req, envs: dict, sessions: dict, private: str) -> N
         if not callable(fn) or tool.startswith("_"):
             chan.send(_error("not_implemented", f"tool {tool!r} has no implementation in tools.py"))
             return
-        result = _run_tool(session, fn, args, timeout_s, cpu_s)
-        _reap()
-        _send_result(chan, result)
+        _send_result(chan, _run_tool(session, fn, args, timeout_s, cpu_s, tool not in session.env.read_only))
     elif op == "reset":
         sessions[req[1]].reset()
         chan.send(["ok"])
@@ -666,9 +750,9 @@ def _dispatch(chan: Channel, req, envs: dict, sessions: dict, private: str) -> N
         failed = 0
         for tool, args in calls:
             fn = session.env.namespace.get(tool)
-            if not callable(fn) or _run_tool(session, fn, args, timeout_s, cpu_s)[0] != "ok":
+            guarded = tool not in session.env.read_only  # as the call ran the first time
+            if not callable(fn) or _run_tool(session, fn, args, timeout_s, cpu_s, guarded)[0] != "ok":
                 failed += 1
-        _reap()
         chan.send(["ok", failed])
     elif op == "snapshot":
         chan.send(["ok", _snapshot(sessions[req[1]], req[2])])
@@ -682,18 +766,12 @@ def _dispatch(chan: Channel, req, envs: dict, sessions: dict, private: str) -> N
             session.close()
         chan.send(["ok"])
     elif op == "load":
-        _, key, source, backend, seed, files = req
+        _, key, source, backend, seed, files, read_only = req
         try:
-            _arm(30.0, 30)
-            try:
-                envs[key] = Env(source, backend, seed, files)
-            finally:
-                _disarm()
+            envs[key] = _load(source, backend, seed, files, read_only)
             chan.send(["ok", sorted(k for k, v in envs[key].namespace.items() if callable(v))])
         except BaseException as e:
             chan.send(["load_error", f"{type(e).__name__}: {e}"[:2000]])
-        if os.getpid() != MYPID:
-            os._exit(0)
     elif op == "unload":
         envs.pop(req[1], None)
         chan.send(["ok"])
@@ -723,6 +801,7 @@ MYPID = os.getpid()
 KILL_STRAYS = False
 LAST_PID_FD: int | None = None
 LAST_PID = b""
+IN_CALL = False  # untrusted code is running under the call clocks: their signals raise only then
 
 if __name__ == "__main__":
     main()

@@ -66,18 +66,10 @@ def _compile(schema: Any, max_chars: int, top: bool) -> Check:
         return _json_like(max_chars)
     checks: list[Check] = []
     types = schema.get("type")
-    if types is not None:
-        names = [types] if isinstance(types, str) else list(types)
-        preds = [_TYPES[n] for n in names if n in _TYPES]
-        if preds:
-            expected = " or ".join(names)
-
-            def check_type(v: Any, path: str) -> str | None:
-                if any(p(v) for p in preds):
-                    return None
-                return f"argument {path!r} must be {expected}, got {_type_name(v)}"
-
-            checks.append(check_type)
+    names = [] if types is None else [types] if isinstance(types, str) else list(types)
+    preds = [_TYPES[n] for n in names if n in _TYPES]
+    if preds:
+        checks.append(_type_check(preds, " or ".join(names)))
     if "enum" in schema:
         allowed = list(schema["enum"])
 
@@ -91,7 +83,8 @@ def _compile(schema: Any, max_chars: int, top: bool) -> Check:
         const = schema["const"]
         checks.append(lambda v, path: None if v == const else f"argument {path!r} must be {const!r}")
     checks.extend(_bounds(schema))
-    checks.extend(_string_checks(schema, max_chars))
+    if not preds or "string" in names:  # a type check without "string" already refuses strings
+        checks.append(_string_check(schema, max_chars))
     if "items" in schema or "minItems" in schema or "maxItems" in schema:
         checks.append(_array_check(schema, max_chars))
     if "properties" in schema or "required" in schema or top or "additionalProperties" in schema:
@@ -110,6 +103,9 @@ def _compile(schema: Any, max_chars: int, top: bool) -> Check:
     if not any(k in schema for k in ("type", "items", "properties")):
         checks.append(_json_like(max_chars))
 
+    if len(checks) == 1:
+        return checks[0]
+
     def check_all(v: Any, path: str) -> str | None:
         for c in checks:
             if problem := c(v, path):
@@ -117,6 +113,24 @@ def _compile(schema: Any, max_chars: int, top: bool) -> Check:
         return None
 
     return check_all
+
+
+def _type_check(preds: list[Callable[[Any], bool]], expected: str) -> Check:
+    if len(preds) == 1:
+        (pred,) = preds
+
+        def check_one(v: Any, path: str) -> str | None:
+            return None if pred(v) else f"argument {path!r} must be {expected}, got {_type_name(v)}"
+
+        return check_one
+
+    def check_type(v: Any, path: str) -> str | None:
+        for p in preds:
+            if p(v):
+                return None
+        return f"argument {path!r} must be {expected}, got {_type_name(v)}"
+
+    return check_type
 
 
 def _bounds(schema: dict) -> list[Check]:
@@ -140,7 +154,7 @@ def _bounds(schema: dict) -> list[Check]:
     return out
 
 
-def _string_checks(schema: dict, max_chars: int) -> list[Check]:
+def _string_check(schema: dict, max_chars: int) -> Check:
     lo = int(schema.get("minLength", 0))
     hi = min(int(schema.get("maxLength", max_chars)), max_chars)
     pattern = re.compile(schema["pattern"]) if isinstance(schema.get("pattern"), str) else None
@@ -156,7 +170,7 @@ def _string_checks(schema: dict, max_chars: int) -> list[Check]:
             return f"argument {path!r} does not match the pattern {pattern.pattern!r}"
         return None
 
-    return [check]
+    return check
 
 
 def _array_check(schema: dict, max_chars: int) -> Check:
@@ -197,7 +211,7 @@ def _object_check(schema: dict, max_chars: int, top: bool) -> Check:
                 if extra is False:
                     return f"unexpected argument {_join(path, k)!r}"
                 sub = extra_check
-            if problem := sub(x, _join(path, k)):
+            if problem := sub(x, f"{path}.{k}" if path else str(k)):
                 return problem
         return None
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -241,3 +243,103 @@ def test_concurrent_threads_on_separate_sessions(shop):
     for t in threads:
         t.join()
     assert errors == []
+
+
+SNEAKY_TOOLS = """
+
+def peek_and_write(state):
+    state.execute("INSERT INTO orders (customer_id, amount, status) VALUES (1, 9, 'open')")
+    return "wrote"
+
+
+def peek_then_fail(state):
+    state.execute("INSERT INTO orders (customer_id, amount, status) VALUES (1, 9, 'open')")
+    raise ValueError("read tool wrote, then failed")
+
+
+def alter_then_fail(state):
+    state.execute("ALTER TABLE orders ADD COLUMN note TEXT")
+    return {"error": {"code": "conflict", "message": "schema changed, then refused"}}
+
+
+def begin_and_leave(state):
+    state.execute("BEGIN")
+    state.execute("INSERT INTO orders (customer_id, amount, status) VALUES (2, 4, 'open')")
+    return "left open"
+
+
+def begin_then_fail(state):
+    state.execute("BEGIN")
+    state.execute("DELETE FROM orders")
+    raise RuntimeError("rolled back")
+
+
+def odd_json(state):
+    nested = []
+    for _ in range(500):
+        nested = [nested]
+    return {"nested": nested, "surrogate": "\\ud800", "big": 10**30, "inf": float("inf")}
+"""
+
+
+@pytest.fixture(scope="module")
+def sneaky(pool, tmp_path_factory):
+    """The shop plus tools declared read-only (no savepoint in the worker) that write anyway."""
+    bundle = make_bundle("shop", tmp_path_factory.mktemp("sneaky"))
+    spec = json.loads((bundle / "env.json").read_text())
+    names = ["peek_and_write", "peek_then_fail", "alter_then_fail", "begin_and_leave", "begin_then_fail", "odd_json"]
+    spec["tools"] += [{"name": n, "description": n, "mutates": False} for n in names]
+    (bundle / "env.json").write_text(json.dumps(spec))
+    (bundle / "tools.py").write_text((bundle / "tools.py").read_text() + SNEAKY_TOOLS)
+    with Environment.open(bundle, pool=pool) as env:
+        yield env
+
+
+@pytest.mark.parametrize("tool", ["peek_then_fail", "alter_then_fail", "begin_then_fail"])
+def test_failed_read_tool_that_wrote_leaves_state_unchanged(sneaky, tool):
+    with sneaky.session() as s:
+        assert s.call("create_order", {"customer_id": 1, "amount": 30}).ok
+        before = s.snapshot()
+        r = s.call(tool)
+        assert not r.ok and r.error.code in {"tool_exception", "conflict"}
+        assert s.snapshot() == before  # rebuilt from seed + journal: the create_order is still there
+        assert s.call("get_order", {"order_id": 4}).value["amount"] == 30
+
+
+def test_read_tool_that_wrote_is_journaled(sneaky):
+    with sneaky.session() as s:
+        assert s.call("peek_and_write").value == "wrote"
+        assert s.call("begin_and_leave").value == "left open"  # its open transaction is committed
+        assert [t for t, _ in s.journal] == ["peek_and_write", "begin_and_leave"]
+        expected = s.snapshot()
+        assert len(expected.tables["orders"]) == 5
+        s.slot.recover()  # a replacement worker: the session is rebuilt from its journal
+        assert s.snapshot() == expected
+        assert s.call("create_order", {"customer_id": 1, "amount": 1}).value["id"] == 6
+
+
+def test_read_calls_are_not_journaled(sneaky):
+    with sneaky.session() as s:
+        for _ in range(3):
+            assert s.call("get_order", {"order_id": 1}).ok
+        assert not s.call("get_order", {"order_id": 99}).ok
+        assert s.journal == []
+
+
+def test_results_the_fast_parser_refuses_still_arrive(sneaky):
+    with sneaky.session() as s:
+        r = s.call("odd_json")
+    assert r.ok and r.value["surrogate"] == "\ud800" and r.value["big"] == 10**30 and r.value["inf"] == float("inf")
+    depth, nested = 0, r.value["nested"]
+    while nested:
+        depth, nested = depth + 1, nested[0]
+    assert depth == 500
+
+
+def test_call_clocks_left_armed_do_not_fire_between_calls(shop):
+    with shop.session() as s:
+        generation = s.slot.generation
+        assert s.call("get_order", {"order_id": 1}).ok
+        time.sleep(LIMITS.timeout_s + 0.3)  # the call's wall-clock timer runs out while the worker waits
+        assert s.call("get_order", {"order_id": 1}).ok
+        assert s.slot.generation == generation

@@ -109,6 +109,9 @@ def test_schema_checks():
         "argument 'filter.k' must be string": {"n": 1, "filter": {"k": 1}},
         "argument 'filter.other' is a string of 11": {"n": 1, "filter": {"other": "x" * 11}},
         "arguments must be an object": [],
+        "argument 'when' must be string or null, got integer": {"n": 1, "when": 3},
+        "argument 'when' is a string of 11": {"n": 1, "when": "x" * 11},
+        "argument 'n' must be integer, got string": {"n": "x" * 11},
     }
     for needle, args in cases.items():
         problem = validate(args)
