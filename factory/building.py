@@ -8,6 +8,7 @@ the stage runner (reuse of unchanged inputs, atomic outputs, manifests). The gat
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,58 +101,55 @@ def _draft(store: Store, category: str, env_id: str) -> tuple[EnvSpec, dict[str,
     return EnvSpec.model_validate(read_json(d / ENV_JSON)), read_json(d / ROWS_JSON)
 
 
-def build_databases(store: Store, category: str, *, progress: Progress | None = None) -> StageRun:
-    """The schema and seed state of each environment (schema.sql + seed.sqlite, or state/ collections)."""
+def _from_datasets(
+    store: Store,
+    stage: str,
+    code_version: str,
+    category: str,
+    make: Callable[[EnvSpec, dict[str, list[dict]], Path], dict[str, float]],
+    progress: Progress | None,
+) -> StageRun:
+    """A stage that turns each kept mined dataset into one output directory; `make` returns its counts."""
     upstream = require_manifest(store, "mined_datasets", category)
 
     def job(env_id: str) -> EnvWork:
-        def make(out: Path) -> EnvOutcome:
+        def build_one(out: Path) -> EnvOutcome:
             spec, rows = _draft(store, category, env_id)
-            build.write_state(spec, rows, out)
-            size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-            return EnvOutcome(
-                env_id=env_id,
-                counts={"tables": len(spec.entities), "rows": sum(len(r) for r in rows.values()), "bytes": size},
-            )
+            return EnvOutcome(env_id=env_id, counts=make(spec, rows, out))
 
-        return EnvWork(env_id, {"dataset": env_input_hash(store, "mined_datasets", category, env_id)}, make)
+        return EnvWork(env_id, {"dataset": env_input_hash(store, "mined_datasets", category, env_id)}, build_one)
 
     return run_stage(
         store,
-        "databases",
+        stage,
         category,
-        DATABASES_CODE_VERSION,
+        code_version,
         [job(e) for e in upstream.kept],
         upstream=_upstream(store, category, "mined_datasets"),
         progress=progress,
     )
+
+
+def build_databases(store: Store, category: str, *, progress: Progress | None = None) -> StageRun:
+    """The schema and seed state of each environment (schema.sql + seed.sqlite, or state/ collections)."""
+
+    def make(spec: EnvSpec, rows: dict[str, list[dict]], out: Path) -> dict[str, float]:
+        build.write_state(spec, rows, out)
+        size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+        return {"tables": len(spec.entities), "rows": sum(len(r) for r in rows.values()), "bytes": size}
+
+    return _from_datasets(store, "databases", DATABASES_CODE_VERSION, category, make, progress)
 
 
 def write_tool_code(store: Store, category: str, *, progress: Progress | None = None) -> StageRun:
     """tools.py for each environment: one function per tool the source offers."""
-    upstream = require_manifest(store, "mined_datasets", category)
 
-    def job(env_id: str) -> EnvWork:
-        def make(out: Path) -> EnvOutcome:
-            spec, _ = _draft(store, category, env_id)
-            source = build.tool_code(spec)
-            (out / TOOLS_PY).write_text(source)
-            return EnvOutcome(
-                env_id=env_id,
-                counts={"tools": sum(1 for t in spec.tools if t.operation), "lines": source.count("\n")},
-            )
+    def make(spec: EnvSpec, rows: dict[str, list[dict]], out: Path) -> dict[str, float]:
+        source = build.tool_code(spec)
+        (out / TOOLS_PY).write_text(source)
+        return {"tools": sum(1 for t in spec.tools if t.operation), "lines": source.count("\n")}
 
-        return EnvWork(env_id, {"dataset": env_input_hash(store, "mined_datasets", category, env_id)}, make)
-
-    return run_stage(
-        store,
-        "tool_code",
-        category,
-        TOOL_CODE_CODE_VERSION,
-        [job(e) for e in upstream.kept],
-        upstream=_upstream(store, category, "mined_datasets"),
-        progress=progress,
-    )
+    return _from_datasets(store, "tool_code", TOOL_CODE_CODE_VERSION, category, make, progress)
 
 
 def gate_tool_tests(store: Store, category: str, *, progress: Progress | None = None) -> StageRun:

@@ -108,13 +108,18 @@ def curate_tasks(
                 reasons = audit_task(
                     bundle, task, session_factory, gold=f.gold, rubric_reward=reward, runner=runner, cache=cache
                 ).reasons
-        if reasons:
-            dropped.append(
-                DroppedTask(id=task.id, kind=task.kind, question=task.question, reason=reasons[0], reasons=reasons)
-            )
-        else:
-            kept.append(task)
+        _sort(task, reasons, kept, dropped)
     return _synthesis(bundle, kept, dropped, len(tasks), started)
+
+
+def _sort(task: Task, reasons: list[str], kept: list[Task], dropped: list[DroppedTask]) -> None:
+    """Keep a task with no reasons against it; drop it with its reasons otherwise."""
+    if reasons:
+        dropped.append(
+            DroppedTask(id=task.id, kind=task.kind, question=task.question, reason=reasons[0], reasons=reasons)
+        )
+    else:
+        kept.append(task)
 
 
 def _synthesis(
@@ -145,13 +150,7 @@ def audit_tasks(
     dropped: list[DroppedTask] = []
     with env:
         for task in tasks:
-            reasons = audit_task(bundle, task, session_factory, rubric_reward=reward).reasons
-            if reasons:
-                dropped.append(
-                    DroppedTask(id=task.id, kind=task.kind, question=task.question, reason=reasons[0], reasons=reasons)
-                )
-            else:
-                kept.append(task)
+            _sort(task, audit_task(bundle, task, session_factory, rubric_reward=reward).reasons, kept, dropped)
     return _synthesis(bundle, kept, dropped, len(tasks), started)
 
 
