@@ -158,7 +158,8 @@ def test_writes_outside_the_state_fail(shop, tmp_path):
     target = Path(__file__).parent / "escaped.txt"
     with shop.session() as s:
         r = s.call("write_file", {"path": str(target)})
-    assert not r.ok and "Read-only file system" in r.error.message
+    # Read-only where the worker sees the path; under /tmp (a checkout there) its private scratch hides it.
+    assert not r.ok and any(m in r.error.message for m in ("Read-only file system", "No such file or directory"))
     assert not target.exists()
 
 
