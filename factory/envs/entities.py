@@ -572,28 +572,29 @@ _VERB_FIELDS = {
     "award": "points",
     "grant": "credits",
 }
-# Fields that count what is left: never negative, and what others consume.
-_STOCK_LIKE = {
-    "stock",
-    "quantity_on_hand",
-    "on_hand",
-    "inventory",
-    "in_stock",
-    "stock_level",
-    "units_in_stock",
-    "quantity_available",
-    "available_quantity",
-    "seats_available",
-    "available_seats",
-    "seats_left",
-    "remaining_seats",
-    "capacity",
-    "remaining",
-    "spots_left",
-    "slots_available",
-    "rooms_available",
-    "tickets_available",
-}
+# Counters of what is left (stock, seats, rooms...): never negative, and what others consume.
+COUNTER_FIELDS = frozenset(
+    {
+        "stock",
+        "quantity_on_hand",
+        "on_hand",
+        "inventory",
+        "in_stock",
+        "stock_level",
+        "units_in_stock",
+        "quantity_available",
+        "available_quantity",
+        "seats_available",
+        "available_seats",
+        "seats_left",
+        "remaining_seats",
+        "spots_left",
+        "slots_available",
+        "rooms_available",
+        "tickets_available",
+    }
+)
+_STOCK_LIKE = COUNTER_FIELDS | {"capacity", "remaining"}
 _MONEY_LEFT = {"remaining", "remaining_amount", "amount_remaining", "available_funds", "remaining_budget"}
 _BALANCE_LIKE = {"balance", "credits", "points", "loyalty_points", "available_balance", "credit_balance"}
 _NON_NEGATIVE = _STOCK_LIKE | _MONEY_LEFT | _BALANCE_LIKE

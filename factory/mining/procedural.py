@@ -19,7 +19,7 @@ from typing import Any
 
 from faker import Faker
 
-from factory.envs.entities import format_id
+from factory.envs.entities import COUNTER_FIELDS, format_id
 from factory.envs.schema import table_order
 from factory.models import EntitySpec, FieldSpec
 
@@ -120,26 +120,7 @@ _TEXT_FIELDS = {
 }
 _QUANTITY = {"quantity", "qty", "units", "count", "seats", "seat_count", "num_seats", "passengers", "guests"}
 _QUANTITY |= {"tickets", "party_size", "attendees", "nights", "items", "copies"}
-_COUNTERS = {
-    "stock",
-    "quantity_on_hand",
-    "on_hand",
-    "inventory",
-    "in_stock",
-    "stock_level",
-    "units_in_stock",
-    "quantity_available",
-    "available_quantity",
-    "seats_available",
-    "available_seats",
-    "seats_left",
-    "remaining_seats",
-    "spots_left",
-    "slots_available",
-    "rooms_available",
-    "tickets_available",
-    "copies_available",
-}
+_COUNTERS = COUNTER_FIELDS | {"copies_available"}
 _TOTALS = ("total", "amount", "total_price", "subtotal", "total_amount", "total_cost", "cost")
 _UNIT_PRICES = ("unit_price", "price", "unit_cost", "cost_per_unit", "rate")
 _DATE_PAIRS = [

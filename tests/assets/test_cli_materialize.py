@@ -37,19 +37,16 @@ def _dagster(env: dict[str, str], select: str, partition: str | None = None, **k
     return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False, **kw)
 
 
+def _factory_run(env: dict[str, str], category: str) -> subprocess.CompletedProcess:
+    cmd = [str(BIN / "factory"), "run", "--category", category]
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
 @pytest.mark.slow
 def test_factory_run_then_the_ci_form(tmp_path: Path):
     home = tmp_path / "home"
     env = _env(home, "team-chat")
-    run = subprocess.run(
-        [str(BIN / "factory"), "run", "--category", "messaging"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    run = _factory_run(env, "messaging")
     assert run.returncode == 0, run.stdout + run.stderr
     assert str(home / "artifacts") in run.stdout and "make ui" in run.stdout
     assert (home / "dagster" / "dagster.yaml").is_file()
@@ -58,15 +55,7 @@ def test_factory_run_then_the_ci_form(tmp_path: Path):
 
     ci = _dagster(env, "tasks,verifiers", "messaging")
     assert ci.returncode == 0, ci.stdout[-2000:] + ci.stderr[-2000:]
-    unknown = subprocess.run(
-        [str(BIN / "factory"), "run", "--category", "no-such-category"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    unknown = _factory_run(env, "no-such-category")
     assert unknown.returncode == 2 and "unknown categories: no-such-category" in unknown.stderr
 
 
