@@ -36,13 +36,13 @@ system-deps:
 		fi; \
 	fi
 
-run: install
+run: $(STAMP)
 	$(BIN)/factory run
 
 test: install
 	$(BIN)/python -m pytest
 
-bench: install
+bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 ui: install
