@@ -45,7 +45,7 @@ test: install
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
-ui: install
+ui: $(STAMP)
 	mkdir -p $(DAGSTER_HOME)
 	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dagster dev -m assets.definitions -h $(UI_HOST) -p $(UI_PORT)
