@@ -524,6 +524,29 @@ _READ_CONTROLS = {
 }
 # Parameters of a write that are not stored.
 _WRITE_CONTROLS = {"dry_run", "confirm", "force", "notify", "fields", "include", "expand", "idempotency_key"}
+# Fields of a tool's response, never columns of the row it returns.
+_RESPONSE_FIELDS = {
+    "error",
+    "errors",
+    "message",
+    "messages",
+    "success",
+    "ok",
+    "warning",
+    "warnings",
+    "next_offset",
+    "next_cursor",
+    "next_page",
+    "next_page_token",
+    "cursor",
+    "has_more",
+    "count",
+    "total_count",
+    "total_pages",
+}
+# Fields of a page around rows: generic next to `items` or an envelope, real columns inside a record
+# (an order's `total`).
+_PAGE_FIELDS = {"total", "offset", "limit", "page", "per_page", "page_size"}
 _AMOUNT_NAMES = [
     "amount",
     "quantity",
@@ -836,13 +859,23 @@ class _Draft:
     fields: dict[str, FieldSpec] = dataclasses.field(default_factory=dict)
     description: str = ""
     from_tools: bool = True
+    from_output: set[str] = dataclasses.field(default_factory=set)  # fields only a tool's output has named yet
 
-    def add(self, f: FieldSpec) -> None:
-        """Merge a field seen in another tool: the first type wins, enums and limits accumulate."""
+    def add(self, f: FieldSpec, from_output: bool = False) -> None:
+        """Merge a field seen in another tool: the first type wins, enums and limits accumulate.
+
+        A parameter's type wins over an output's: outputs only fill in what parameters do not say.
+        """
         old = self.fields.get(f.name)
         if old is None:
             self.fields[f.name] = f
+            if from_output:
+                self.from_output.add(f.name)
             return
+        if not from_output and f.name in self.from_output:
+            self.from_output.discard(f.name)
+            if old.type != f.type:
+                old = old.model_copy(update={"type": f.type, "format": f.format, "minimum": None, "maximum": None})
         update: dict[str, Any] = {"required": old.required or f.required}
         if f.enum:
             update["enum"] = list(dict.fromkeys([*(old.enum or []), *f.enum]))
@@ -1122,25 +1155,84 @@ def _add_param_fields(p: _Plan, d: _Draft) -> None:
             d.add(f)
 
 
+def _output_record(schema: JsonSchema, entity: str, table: str) -> JsonSchema | None:
+    """The schema of the row inside a tool's output: the output itself, the `items` of a page or a bare
+    array, or the record in an envelope like `{"order": {...}, "error": null}`; None when there is none."""
+    if _base_type(schema) == "array":
+        inner = schema.get("items")
+        return inner if isinstance(inner, dict) and isinstance(inner.get("properties"), dict) else None
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return None
+    for key in ("items", "results", "data", "records", table, pluralize(entity)):
+        sub = props.get(key)
+        if isinstance(sub, dict) and _base_type(sub) == "array":
+            return _output_record(sub, entity, table)
+    others = [k for k in props if snake(k) not in _RESPONSE_FIELDS | _PAGE_FIELDS]
+    if len(others) == 1 and others[0] in (entity, "data", "result", "record", "item"):
+        sub = props[others[0]]
+        if isinstance(sub, dict) and isinstance(sub.get("properties"), dict):
+            return sub
+    return schema
+
+
 def _output_fields(p: _Plan) -> list[tuple[str, JsonSchema, bool]]:
-    """Columns of the record a tool says it returns (a known output schema), without the row's own key."""
+    """Columns of the record a tool says it returns (a known output schema), without the row's own key
+    and without the fields of the response around it (total, next_offset, error...)."""
     out = p.spec.output
     if not isinstance(out, dict) or not p.entity or p.kind in ("delete", "aggregate") or p.action == "transfer":
         return []
-    props = out.get("properties")
-    if p.kind in ("list", "search") and isinstance(props, dict):
-        inner = next((props[k] for k in ("items", "results", "data", "records") if isinstance(props.get(k), dict)), {})
-        out = inner.get("items") if isinstance(inner.get("items"), dict) else {}
-        props = out.get("properties")
-    if not isinstance(props, dict):
+    record = _output_record(out, p.entity, _table_name(p.entity))
+    if record is None or (p.kind in ("list", "search") and record is out):
         return []
-    required = set(out.get("required") or [])
+    required = set(record.get("required") or [])
     key = f"{p.entity}_id"
     return [
         (snake(name), schema, name in required)
-        for name, schema in props.items()
-        if isinstance(schema, dict) and snake(name) not in (key, "id")
+        for name, schema in record["properties"].items()
+        if isinstance(schema, dict) and snake(name) not in (key, "id") and snake(name) not in _RESPONSE_FIELDS
     ]
+
+
+_STATED_RE = re.compile(
+    r"\b(?:taken|drawn|deducted|subtracted|consumed|reserved) from (?:the |its )?([a-z][a-z ]*?)'s ([a-z][a-z ]*?)"
+    r"(?=[.;,)]|$)"
+)
+
+
+def _stated_consumes(p: _Plan) -> list[tuple[str, str, str, str]]:
+    """Supplies a create tool's parameter descriptions name: `quantity` "taken from the supplier item's
+    stock" -> (quantity, type, "supplier_item", "stock"); only rows the tool names by `<x>_id`."""
+    if p.kind != "create":
+        return []
+    ids = set(_id_entities(p.props))
+    out: list[tuple[str, str, str, str]] = []
+    for name, schema in p.props.items():
+        t = _base_type(schema)
+        m = _STATED_RE.search(str(schema.get("description") or "").lower())
+        if t not in ("integer", "number") or m is None:
+            continue
+        parent = snake(m.group(1))
+        if parent in ids and parent != p.entity:
+            out.append((name, t, parent, snake(m.group(2))))
+    return out
+
+
+def _supply_field(d: _Draft, stated: str, amount_type: str) -> str:
+    """The parent's column a stated supply means: "remaining amount" is the budget's `remaining`."""
+    words = stated.split("_")
+    candidates = [stated, "_".join(w for w in words if w not in ("amount", "level", "count")) or stated]
+    for c in candidates:
+        if c in d.fields and d.fields[c].type in ("integer", "number"):
+            return c
+    name = candidates[-1]
+    money = amount_type == "number" and (_is_money(name) or name in _MONEY_LEFT)
+    d.add(
+        FieldSpec(
+            name=name, type="integer" if amount_type == "integer" else "number", format="money" if money else None
+        )
+    )
+    return name
 
 
 def _build_entities(plans: list[_Plan]) -> list[EntitySpec]:
@@ -1154,7 +1246,6 @@ def _build_entities(plans: list[_Plan]) -> list[EntitySpec]:
     mapped = [p for p in plans if p.kind is not None and p.entity]
     for p in mapped:
         draft(p.entity or "")
-    # creates name the fields first (their order and required-ness), then updates, then filters
     # creates name the fields first (their order and required-ness), then updates, then the records
     # the tools return, then filters and what actions need
     writes = [p for p in mapped if p.kind in ("create", "update")]
@@ -1162,10 +1253,10 @@ def _build_entities(plans: list[_Plan]) -> list[EntitySpec]:
         if p.kind in ("create", "update"):
             _add_param_fields(p, draft(p.entity or ""))
     for p in mapped:
-        for name, schema, required in _output_fields(p):
-            f = field_from_param(name, schema, required)
+        for name, schema, _ in _output_fields(p):
+            f = field_from_param(name, schema)
             if f is not None:
-                draft(p.entity or "").add(f.model_copy(update={"required": False}))
+                draft(p.entity or "").add(f, from_output=True)
     for p in mapped:
         d = draft(p.entity or "")
         if p.kind in ("list", "search", "aggregate"):
@@ -1195,11 +1286,18 @@ def _build_entities(plans: list[_Plan]) -> list[EntitySpec]:
         for x in _id_entities(p.props):
             if p.kind is not None and x != p.entity and x not in _NOT_ENTITIES and x not in drafts:
                 draft(x, from_tools=False)
+    # supplies the descriptions state: "units ordered; taken from the supplier item's stock"
+    stated: dict[str, list[Rule]] = {}
+    for p in mapped:
+        for name, amount_type, parent, supply in _stated_consumes(p):
+            if parent in drafts and name in drafts[p.entity or ""].fields:
+                target = f"{parent}.{_supply_field(drafts[parent], supply, amount_type)}"
+                stated.setdefault(p.entity or "", []).append(Rule(kind="consumes", field=name, target=target))
     _settle_states(plans, drafts)
     entities = [_finish_entity(d, drafts) for d in drafts.values()]
     _assign_prefixes(entities)
     drawn = {(p.entity, p.field) for p in plans if p.action in ("decrement", "transfer") and p.entity and p.field}
-    _add_rules(entities, drawn)
+    _add_rules(entities, drawn, stated)
     return _fk_order(entities)
 
 
@@ -1322,19 +1420,26 @@ def _assign_prefixes(entities: list[EntitySpec]) -> None:
         entities[i] = e.model_copy(update={"id_prefix": f"{prefix}_"})
 
 
-def _add_rules(entities: list[EntitySpec], drawn: set[tuple[str, str]] | frozenset = frozenset()) -> None:
+def _add_rules(
+    entities: list[EntitySpec],
+    drawn: set[tuple[str, str]] | frozenset = frozenset(),
+    stated: dict[str, list[Rule]] | None = None,
+) -> None:
     """Business rules the topic implies.
 
     consumes: a quantity (seats, amount) on a row draws down a stock-like field (seats left, budget
-    remaining) of the row it references. non_negative: counters, fields that actions or consumers
-    draw from (`drawn`: (entity, field) pairs). unique_together: the two keys of a join row.
+    remaining) of the row it references; `stated` (entity -> rules) are the ones tool descriptions
+    name, kept first. non_negative: counters, fields that actions or consumers draw from (`drawn`:
+    (entity, field) pairs). unique_together: the two keys of a join row.
     """
     by_name = {e.name: e for e in entities}
     drawn = set(drawn)
-    consumes: dict[str, list[Rule]] = {}
+    consumes: dict[str, list[Rule]] = {k: list(v) for k, v in (stated or {}).items()}
+    for rules in consumes.values():
+        drawn.update(tuple(r.target.split(".", 1)) for r in rules if r.target)  # type: ignore[misc]
     for e in entities:
         for f in e.fields:
-            if f.type not in ("integer", "number"):
+            if f.type not in ("integer", "number") or any(r.field == f.name for r in consumes.get(e.name, [])):
                 continue
             for ref in e.fields:
                 parent = by_name.get(ref.references.split(".")[0]) if ref.references else None

@@ -317,6 +317,128 @@ def test_seats_and_budgets_are_consumed() -> None:
     assert Rule(kind="unique_together", fields=["user_id", "group_id"]) in es["membership"].rules
 
 
+def record(props: dict, required: list[str] | None = None) -> dict:
+    return {"type": "object", "properties": props, "required": required or []}
+
+
+def page(item: dict) -> dict:
+    return record({"items": {"type": "array", "items": item}, "total": INT, "next_offset": INT, "error": S})
+
+
+PRODUCT_OUT = record(
+    {
+        "product_id": S,
+        "name": S,
+        "sku": {"type": "string", "description": "Stock keeping unit."},
+        "stock": {"type": "integer", "minimum": 0},
+        "target_level": {"type": "integer", "minimum": 0},
+        "category": {"type": "string", "enum": ["raw_material", "packaging"]},
+        "homepage": {"type": "string", "format": "uri"},
+        "error": S,
+        "next_offset": INT,
+    },
+    ["product_id", "name"],
+)
+PROCUREMENT = topic(
+    "procurement",
+    [
+        tool("list_products", {"category": S, "limit": INT, "offset": INT}),
+        tool("get_product", {"product_id": S}, ["product_id"], output=PRODUCT_OUT),
+        tool(
+            "list_supplier_items",
+            {"supplier_id": S, "product_id": S, "limit": INT},
+            output=page(record({"supplier_item_id": S, "supplier_id": S, "product_id": S, "unit_cost": N})),
+        ),
+        tool("list_budgets", {"min_amount": N, "limit": INT}),
+        tool(
+            "get_budget",
+            {"budget_id": S},
+            ["budget_id"],
+            output=record({"budget": record({"budget_id": S, "name": S, "period": S, "remaining": N}), "error": S}),
+        ),
+        tool(
+            "create_purchase_order",
+            {
+                "supplier_item_id": S,
+                "budget_id": S,
+                "quantity": {"type": "integer", "description": "Units ordered; taken from the supplier item's stock."},
+                "amount": {"type": "number", "description": "Total cost; taken from the budget's remaining amount."},
+                "warehouse_id": S,
+            },
+            ["supplier_item_id", "budget_id", "quantity", "amount"],
+            output=record({"purchase_order_id": S, "quantity": S, "total": N, "count": INT}),
+        ),
+    ],
+)
+
+
+def test_fields_only_outputs_name_become_columns() -> None:
+    es = by_name(infer_entities(PROCUREMENT)[0])
+    product = {f.name: f for f in es["product"].fields}
+    assert list(product) == ["id", "name", "sku", "stock", "target_level", "category", "homepage"]
+    assert product["target_level"].type == "integer" and product["target_level"].minimum == 0
+    assert product["category"].enum == ["raw_material", "packaging"]
+    assert product["homepage"].format == "url" and product["sku"].description == "Stock keeping unit."
+    assert product["sku"].unique and not product["name"].required  # outputs never make a create argument required
+    assert Rule(kind="non_negative", field="stock") in es["product"].rules
+    # the record inside an envelope, the rows of a page; never the response's own fields
+    assert [f.name for f in es["budget"].fields] == ["id", "name", "period", "remaining", "amount"]
+    supplier_item = {f.name: f for f in es["supplier_item"].fields}
+    assert supplier_item["unit_cost"].type == "number" and supplier_item["supplier_id"].references == "supplier.id"
+    for e in es.values():
+        assert not {f.name for f in e.fields} & {"error", "next_offset", "items", "count"}, e.name
+    # a record's own `total` is a column; a parameter's type wins over what the output says
+    order = {f.name: f for f in es["purchase_order"].fields}
+    assert order["total"].type == "number" and order["quantity"].type == "integer"
+    assert order["warehouse_id"].references == "warehouse.id" and "warehouse" in es
+
+
+def test_output_foreign_keys_and_types_never_override_parameters() -> None:
+    t = topic(
+        "tracker",
+        [
+            tool("list_tasks", {"priority": INT, "limit": INT}),
+            tool(
+                "get_task",
+                {"task_id": S},
+                ["task_id"],
+                output=record({"task_id": S, "priority": S, "project_id": S, "due_on": S}),
+            ),
+        ],
+    )
+    es = by_name(infer_entities(t)[0])
+    task = {f.name: f for f in es["task"].fields}
+    assert task["priority"].type == "integer"  # the filter parameter says so, the output's string does not win
+    assert task["project_id"].references == "project.id" and "project" in es
+    assert task["due_on"].type == "date"
+
+
+def test_descriptions_state_what_a_create_consumes() -> None:
+    entities, tools = infer_entities(PROCUREMENT)
+    es = by_name(entities)
+    stock = field(es["supplier_item"], "stock")
+    assert stock.type == "integer"
+    assert Rule(kind="consumes", field="quantity", target="supplier_item.stock") in es["purchase_order"].rules
+    assert Rule(kind="consumes", field="amount", target="budget.remaining") in es["purchase_order"].rules
+    assert Rule(kind="non_negative", field="stock") in es["supplier_item"].rules
+    assert Rule(kind="non_negative", field="remaining") in es["budget"].rules
+    assert not any(f.name.startswith("remaining_") for f in es["budget"].fields)  # "remaining amount" is `remaining`
+    assert tools_by_name(tools)["get_budget"].output["properties"]["remaining"]["type"] == ["number", "null"]
+
+
+def test_catalog_procurement_has_the_restock_data() -> None:
+    from factory.topics import load_catalog
+
+    t = next(x for x in load_catalog() if x.id == "procurement")
+    es = by_name(infer_entities(t)[0])
+    assert field(es["product"], "target_level").type == "integer"
+    assert field(es["supplier_item"], "stock").type == "integer"
+    assert field(es["budget"], "remaining").type == "number"
+    rules = es["purchase_order"].rules
+    assert Rule(kind="consumes", field="quantity", target="supplier_item.stock") in rules
+    assert Rule(kind="consumes", field="amount", target="budget.remaining") in rules
+
+
 def test_given_entities_are_kept_and_only_missing_operations_filled() -> None:
     pet = EntitySpec(
         name="pet",
