@@ -10,11 +10,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import Field
 
 from factory.models import Lineage, Model, Taxonomy, TaxonomyPath, Topic
 from factory.store import Store, hash_file, hash_value, read_json, write_json_if_changed
+
+M = TypeVar("M", bound=Model)
 
 TOPICS_CODE_VERSION = "1"
 TAXONOMY_CODE_VERSION = "1"
@@ -75,11 +78,14 @@ def discover_topics(
     return artifact, Written(h, wrote)
 
 
+def _load(store: Store, path: Path, model: type[M], asset: str) -> M:
+    if not path.is_file():
+        raise FileNotFoundError(f"no {asset} under {store.artifacts}: materialize {asset} first")
+    return model.model_validate(read_json(path))
+
+
 def load_topics(store: Store) -> TopicsArtifact:
-    p = topics_path(store)
-    if not p.is_file():
-        raise FileNotFoundError(f"no topics under {store.artifacts}: materialize topics first")
-    return TopicsArtifact.model_validate(read_json(p))
+    return _load(store, topics_path(store), TopicsArtifact, "topics")
 
 
 def classify_topics(store: Store) -> tuple[Taxonomy, Written]:
@@ -102,10 +108,7 @@ def classify_topics(store: Store) -> tuple[Taxonomy, Written]:
 
 
 def load_taxonomy(store: Store) -> Taxonomy:
-    p = taxonomy_path(store)
-    if not p.is_file():
-        raise FileNotFoundError(f"no taxonomy under {store.artifacts}: materialize taxonomy first")
-    return Taxonomy.model_validate(read_json(p))
+    return _load(store, taxonomy_path(store), Taxonomy, "taxonomy")
 
 
 def topics_hash(store: Store) -> str:
