@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from factory import discovery
 from factory.envs import build
-from factory.envs.bundle import ENV_JSON, REPORT_JSON, SCHEMA_SQL, SEED_SQLITE, STATE_DIR, TOOLS_PY, Bundle
+from factory.envs.bundle import ENV_JSON, SCHEMA_SQL, SEED_SQLITE, STATE_DIR, TOOLS_PY, Bundle
 from factory.models import EnvSpec, Lineage, StateBackend
 from factory.stages import (
+    CheckOutcome,
     EnvOutcome,
     EnvWork,
     Progress,
@@ -203,13 +203,7 @@ def _copy_state(src: Path, out: Path) -> None:
         shutil.copytree(src / STATE_DIR, out / STATE_DIR)
 
 
-@dataclass
-class GateCheck:
-    passed: bool
-    detail: str
-
-
-def gate_check(manifest: StageManifest) -> GateCheck:
+def gate_check(manifest: StageManifest) -> CheckOutcome:
     """The blocking tool-test gate: every kept environment keeps a tested tool; fails only when nothing passes."""
     kept = manifest.kept
     bad = [e for e in kept if manifest.envs[e].counts.get("tools_kept", 0) < 1]
@@ -217,7 +211,7 @@ def gate_check(manifest: StageManifest) -> GateCheck:
     lines = [f"kept {len(kept)} of {len(manifest.envs)} environments"]
     lines += [f"- dropped `{e}`: {r}" for e, r in dropped.items()]
     lines += [f"- kept `{e}` without a tested tool" for e in bad]
-    return GateCheck(passed=bool(kept) and not bad, detail="\n".join(lines))
+    return CheckOutcome(passed=bool(kept) and not bad, detail="\n".join(lines))
 
 
 def bundles(store: Store, category: str) -> list[Bundle]:
@@ -258,7 +252,3 @@ def build_tool_graphs(store: Store, category: str, *, progress: Progress | None 
         upstream=_upstream(store, category, "tool_tests"),
         progress=progress,
     )
-
-
-def report_of(store: Store, category: str, env_id: str) -> dict:
-    return read_json(_env_dir(store, "tool_tests", category, env_id) / REPORT_JSON)

@@ -69,6 +69,14 @@ class EnvWork:
 
 
 @dataclass
+class CheckOutcome:
+    """A gate's verdict on a stage and the markdown the UI shows with it."""
+
+    passed: bool
+    detail: str
+
+
+@dataclass
 class StageRun:
     manifest: StageManifest
     data_version: str

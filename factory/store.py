@@ -66,11 +66,6 @@ def hash_dir(path: Path) -> str:
     return h.hexdigest()
 
 
-def hash_path(path: Path) -> str:
-    path = Path(path)
-    return hash_dir(path) if path.is_dir() else hash_file(path)
-
-
 def _fsync_dir(path: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)

@@ -7,7 +7,6 @@ the audited tasks with their split, and `audit.json` the audit's record of every
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
@@ -17,6 +16,7 @@ from factory.envs.bundle import Bundle
 from factory.evolve.splits import assign_splits
 from factory.models import Model
 from factory.stages import (
+    CheckOutcome,
     EnvOutcome,
     EnvWork,
     Progress,
@@ -140,13 +140,7 @@ def audit_category_tasks(
     )
 
 
-@dataclass
-class AuditCheck:
-    passed: bool
-    detail: str
-
-
-def audit_check(store: Store, manifest: StageManifest) -> AuditCheck:
+def audit_check(store: Store, manifest: StageManifest) -> CheckOutcome:
     """The blocking audit gate: every kept task has a passing audit record, and the category keeps some."""
     problems: list[str] = []
     total = 0
@@ -159,4 +153,4 @@ def audit_check(store: Store, manifest: StageManifest) -> AuditCheck:
     if total == 0:
         problems.append("- no audited task in this category")
     lines = [f"{total} kept tasks, {total - len(problems)} with a passing audit", *problems]
-    return AuditCheck(passed=not problems, detail="\n".join(lines))
+    return CheckOutcome(passed=not problems, detail="\n".join(lines))
