@@ -36,11 +36,11 @@ from benchmarks.measure import (
 )
 from factory.envs.build import build_env
 from factory.envs.bundle import SEED_SQLITE, Bundle
-from factory.envs.entities import format_id
 from factory.envs.runtime import Environment
 from factory.envs.state import build_seed_db, read_sqlite_state
 from factory.mining.procedural import generate_rows
 from factory.models import EntitySpec
+from factory.naming import format_id
 from factory.sandbox import SandboxPool
 from factory.store import write_bytes_atomic
 

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import networkx as nx
 
 from factory.models import EnvSpec, JsonSchema, ToolSpec
+from factory.naming import singular
 
 ToolKind = Literal["query", "mutation", "mutation+query"]
 EdgeKind = Literal["strong", "weak", "independent"]
@@ -83,17 +84,6 @@ class Wanted:
     entity: str | None
     types: frozenset[str]
     required: bool
-
-
-def singular(word: str) -> str:
-    """English singular of a snake_case plural (`categories` -> `category`); good enough for table names."""
-    if word.endswith("ies") and len(word) > 3:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "xes", "ches", "shes", "zes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
 
 
 def _schema_types(schema: JsonSchema | None) -> frozenset[str]:

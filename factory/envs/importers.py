@@ -1,6 +1,6 @@
 """Import environments released by other systems as bundles.
 
-Agent-World (FACTS.md, "The Agent-World release format"): `environment_mix/<id>/` holds the JSON
+Agent-World release format: `environment_mix/<id>/` holds the JSON
 collections and a README of rules; `environment_mix/<id>_step4_checkpoint.json` holds the tools in
 `data.ToolDesignAgent.tool_schemas` as `{name, description, parameters, implementation}`, where each
 implementation is the Python source of one function that finds its data through the process-wide
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.envs.bundle import ENV_JSON, REPORT_JSON, STATE_DIR, TESTS_JSON, TOOLS_PY
+from factory.lexicon import WRITE_VERBS
 from factory.models import (
     EntitySpec,
     EnvSpec,
@@ -37,51 +38,13 @@ from factory.models import (
     TestExpect,
     ToolSpec,
 )
+from factory.naming import singular, slugify
+from factory.pipeline.code_versions import cached_code_version
 from factory.store import atomic_dir, hash_file, hash_value, write_json_atomic, write_text_atomic
 
-CODE_VERSION = "agent-world-import-1"
 CHECKPOINT_SUFFIX = "_step4_checkpoint.json"
 GENERATOR = "import:agent-world"
 
-# Verbs that name a write when the implementation cannot be read (it does not parse).
-_MUTATING_VERBS = {
-    "add",
-    "append",
-    "apply",
-    "approve",
-    "archive",
-    "assign",
-    "book",
-    "cancel",
-    "checkout",
-    "close",
-    "complete",
-    "create",
-    "delete",
-    "insert",
-    "issue",
-    "mark",
-    "move",
-    "open",
-    "place",
-    "post",
-    "register",
-    "reject",
-    "remove",
-    "rename",
-    "reserve",
-    "reset",
-    "return",
-    "save",
-    "schedule",
-    "send",
-    "set",
-    "submit",
-    "transfer",
-    "update",
-    "upsert",
-    "write",
-}
 # Calls that write files: methods nothing but a file or path has, and functions of os/shutil/json.
 _WRITE_METHODS = {"write", "writelines", "write_text", "write_bytes", "unlink", "mkdir", "touch", "truncate"}
 _WRITE_FUNCTIONS = {
@@ -205,7 +168,7 @@ def infers_mutation(name: str, source: str) -> bool:
     try:
         return _writes_state(ast.parse(source))
     except SyntaxError:
-        return re.split(r"[^a-z]", name.lower())[0] in _MUTATING_VERBS
+        return re.split(r"[^a-z]", name.lower())[0] in WRITE_VERBS
 
 
 def _parameters(schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -234,25 +197,17 @@ def _field_type(values: list[Any]) -> tuple[FieldType, str | None]:
     return "string", "json"  # lists and objects: the files backend keeps them as they are
 
 
-def _singular(table: str) -> str:
-    if table.endswith("ies"):
-        return table[:-3] + "y"
-    if table.endswith(("ses", "xes", "ches", "shes")):
-        return table[:-2]
-    return table[:-1] if table.endswith("s") and not table.endswith("ss") else table
-
-
 def _primary_key(table: str, rows: list[dict[str, Any]]) -> str | None:
     """The field that identifies a record: `id`, `<entity>_id`, else the first unique `*_id` field."""
     keys = list(rows[0])
     unique = [k for k in keys if len({json.dumps(r.get(k), sort_keys=True) for r in rows}) == len(rows)]
-    for candidate in ("id", f"{_singular(table)}_id", f"{table}_id"):
+    for candidate in ("id", f"{singular(table)}_id", f"{table}_id"):
         if candidate in unique:
             return candidate
     return next((k for k in unique if k.endswith("_id") or k.endswith("Id")), None)
 
 
-def infer_entities(collections: dict[str, Any]) -> list[EntitySpec]:
+def entities_from_collections(collections: dict[str, Any]) -> list[EntitySpec]:
     """An entity per collection of records, typed from the values and keyed by its id field.
 
     The runtime sorts snapshot rows by the primary key, and later stages read fields from here.
@@ -271,7 +226,7 @@ def infer_entities(collections: dict[str, Any]) -> list[EntitySpec]:
             fields.append(
                 FieldSpec(name=n, type=ftype, format=fmt, primary_key=n == pk, unique=n == pk, required=n == pk)
             )
-        out.append(EntitySpec(name=_singular(table), table=table, fields=fields, primary_key=pk or names[0]))
+        out.append(EntitySpec(name=singular(table), table=table, fields=fields, primary_key=pk or names[0]))
     return out
 
 
@@ -290,10 +245,6 @@ def bookkeeping_fields(collections: dict[str, Any]) -> list[str]:
 
 def _taxonomy(value: Any) -> TaxonomyPath | None:
     """The release's taxonomy when it names three levels (`{l1,l2,l3}`, a list, or `a > b > c`), else None."""
-
-    def slug(s: Any) -> str:
-        return re.sub(r"[^a-z0-9]+", "-", str(s).lower()).strip("-")
-
     if isinstance(value, dict) and all(value.get(k) for k in ("l1", "l2", "l3")):
         parts = [value["l1"], value["l2"], value["l3"]]
     elif isinstance(value, list) and len(value) == 3 and all(value):
@@ -302,7 +253,7 @@ def _taxonomy(value: Any) -> TaxonomyPath | None:
         parts = value.split(">")
     else:
         return None
-    slugs = [slug(p) for p in parts]
+    slugs = [slugify(str(p), fallback="") for p in parts]
     return TaxonomyPath(l1=slugs[0], l2=slugs[1], l3=slugs[2]) if all(slugs) else None
 
 
@@ -512,11 +463,11 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
         description=str(meta.get("description") or title),
         backend="files",
         tools=tools,
-        entities=infer_entities(collections),
+        entities=entities_from_collections(collections),
         bookkeeping=bookkeeping_fields(collections),
         lineage=Lineage(
             stage="import_agent_world",
-            code_version=CODE_VERSION,
+            code_version=cached_code_version(__name__),
             inputs={"checkpoint": hash_file(checkpoint), "collections": hash_value(collections)},
             generator=GENERATOR,
         ),

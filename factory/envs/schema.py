@@ -28,8 +28,12 @@ class SchemaError(ValueError):
     """Entities that cannot form a database: unknown FK targets, duplicate tables or columns."""
 
 
-def table_order(entities: list[EntitySpec]) -> list[EntitySpec]:
-    """Entities with every FK parent before its children (ties keep the given order; self-references ignored)."""
+def table_order(entities: list[EntitySpec], strict: bool = True) -> list[EntitySpec]:
+    """Entities with every FK parent before its children (ties keep the given order; self-references ignored).
+
+    A schema needs every parent to exist and no cycle (`strict`, else SchemaError); entity inference
+    orders what it has found so far and skips a reference that closes a cycle or names no entity.
+    """
     by_name = {e.name: e for e in entities}
     out: list[EntitySpec] = []
     state: dict[str, int] = {}  # 1 = visiting, 2 = done
@@ -38,14 +42,18 @@ def table_order(entities: list[EntitySpec]) -> list[EntitySpec]:
         if state.get(e.name) == 2:
             return
         if state.get(e.name) == 1:
-            raise SchemaError(f"foreign keys form a cycle through {e.name!r}")
+            if strict:
+                raise SchemaError(f"foreign keys form a cycle through {e.name!r}")
+            return
         state[e.name] = 1
         for f in e.fields:
             parent = f.references.split(".", 1)[0] if f.references else None
-            if parent and parent != e.name:
-                if parent not in by_name:
-                    raise SchemaError(f"{e.name}.{f.name} references unknown entity {parent!r}")
+            if not parent or parent == e.name:
+                continue
+            if parent in by_name:
                 visit(by_name[parent])
+            elif strict:
+                raise SchemaError(f"{e.name}.{f.name} references unknown entity {parent!r}")
         state[e.name] = 2
         out.append(e)
 

@@ -19,9 +19,10 @@ from typing import Any
 
 from faker import Faker
 
-from factory.envs.entities import COUNTER_FIELDS, format_id
 from factory.envs.schema import table_order
+from factory.lexicon import COUNT_FIELDS, COUNTER_FIELDS
 from factory.models import EntitySpec, FieldSpec
+from factory.naming import format_id
 
 Row = dict[str, Any]
 
@@ -118,8 +119,6 @@ _TEXT_FIELDS = {
     "review",
     "answer",
 }
-_QUANTITY = {"quantity", "qty", "units", "count", "seats", "seat_count", "num_seats", "passengers", "guests"}
-_QUANTITY |= {"tickets", "party_size", "attendees", "nights", "items", "copies"}
 _COUNTERS = COUNTER_FIELDS | {"copies_available"}
 _TOTALS = ("total", "amount", "total_price", "subtotal", "total_amount", "total_cost", "cost")
 _UNIT_PRICES = ("unit_price", "price", "unit_cost", "cost_per_unit", "rate")
@@ -293,7 +292,7 @@ class _EntityRows:
 
     def _range(self, f: FieldSpec, n: str) -> tuple[float, float]:
         money = f.format == "money"
-        if n in _QUANTITY or n.startswith("num_"):
+        if n in COUNT_FIELDS or n.startswith("num_"):
             lo, hi = 1, 5
         elif n in _COUNTERS:
             lo, hi = 0, 200

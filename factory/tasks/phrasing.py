@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from factory.graphs import singular
+from factory.naming import plural, singular
 
 IntentKind = Literal[
     "find_extreme",
@@ -134,18 +134,6 @@ def humanize(name: str) -> str:
     if len(words) > 1 and words[-1] in ("on", "at"):
         words[-1] = "date" if words[-1] == "on" else "time"
     return " ".join(words)
-
-
-def plural(noun: str) -> str:
-    words = noun.split(" ")
-    last = words[-1]
-    if last.endswith("y") and len(last) > 1 and last[-2] not in "aeiou":
-        last = last[:-1] + "ies"
-    elif last.endswith(("s", "x", "ch", "sh", "z")):
-        last += "es"
-    else:
-        last += "s"
-    return " ".join([*words[:-1], last])
 
 
 class Phraser:

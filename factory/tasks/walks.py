@@ -28,9 +28,9 @@ from typing import Any
 import networkx as nx
 
 from factory.envs.bundle import Bundle
-from factory.envs.codegen import TIMESTAMP_FIELDS
 from factory.envs.runtime import Session
-from factory.graphs import GENERIC_PARAMS, singular, tool_entity, walk_edges, weighted_walk
+from factory.graphs import GENERIC_PARAMS, tool_entity, walk_edges, weighted_walk
+from factory.lexicon import CRUD_VERBS
 from factory.models import (
     Difficulty,
     EntitySpec,
@@ -43,13 +43,14 @@ from factory.models import (
     ToolCall,
     ToolSpec,
 )
+from factory.naming import singular
+from factory.pipeline.registry import TASKS
 from factory.store import canonical_json, hash_value
 from factory.tasks.phrasing import Filter, Intent, Style, compose_question, humanize, value_text
 from factory.verify.answers import answer_contains
 from factory.verify.rubric import run_check
-from factory.verify.state import DEFAULT_TIMESTAMP_COLUMNS, ColumnFilter, RowChange, state_diff
+from factory.verify.state import ColumnFilter, RowChange, state_diff
 
-CODE_VERSION = "1"
 DEFAULT_LENGTHS = (4, 4, 5, 5, 6)  # default chain lengths (calls); the mean is at least 4
 MIN_DEFAULT_LENGTH = 4
 WALK_SLACK = 4  # extra tools proposed per walk, since calls with empty/error/duplicate results are dropped
@@ -60,7 +61,6 @@ MAX_ASKS = 2
 LABEL_FIELDS = ("name", "title", "full_name", "subject", "display_name", "username", "flight_number", "code", "email")
 LABEL_SUFFIXES = ("name", "title", "number", "code", "email")
 STATISTICS = ("sum", "avg", "max", "min")
-_ID_VERBS = frozenset({"get", "list", "search", "create", "update", "delete", "add", "set", "remove", "new", "find"})
 
 SessionFactory = Callable[[], Session]
 Ask = tuple[int, str, str, Any]  # (step index, entity, field, value) of a value the answer must state
@@ -116,11 +116,14 @@ class GraphTaskSynthesizer:
         self.knobs = knobs
         self.tools = {t.name: t for t in self.spec.tools}
         self.entities = {e.name: e for e in self.spec.entities}
-        self.columns = ColumnFilter(self.spec.bookkeeping, DEFAULT_TIMESTAMP_COLUMNS)
+        self.columns = ColumnFilter(self.spec.bookkeeping)
         with session_factory() as s:
             self.seed: Snapshot = s.snapshot()
         self.lineage = Lineage(
-            stage="tasks", code_version=CODE_VERSION, inputs={"bundle": bundle.content_hash}, generator="procedural"
+            stage="tasks",
+            code_version=TASKS.code_version,
+            inputs={"bundle": bundle.content_hash},
+            generator="procedural",
         )
 
     # --- entity helpers ----------------------------------------------------------------------
@@ -136,7 +139,7 @@ class GraphTaskSynthesizer:
         return next((f for f in entity.fields if f.name == name), None)
 
     def ignored(self, entity: EntitySpec, name: str) -> bool:
-        return name in TIMESTAMP_FIELDS or self.columns.ignored(entity.table, name)
+        return self.columns.ignored(entity.table, name)
 
     def label_field(self, entity: EntitySpec) -> str | None:
         """A text field whose values tell the seed rows apart (names a record in a question)."""
@@ -919,7 +922,7 @@ def _holds(output_json: str, value: Any) -> bool:
 def _verb(tool_name: str, entity: str) -> str | None:
     """The tool's own verb when its name is `<verb>_<entity>` ("cancel_order" -> "cancel")."""
     verb, _, rest = tool_name.partition("_")
-    if verb in _ID_VERBS or singular(rest) != entity:
+    if verb in CRUD_VERBS or singular(rest) != entity:
         return None
     return verb
 

@@ -11,39 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from factory.lexicon import READ_VERBS
 from factory.models import ToolSpec, Topic
+from factory.naming import slugify, snake_case, title_from_slug
 from factory.topics.documents import SourceError
-from factory.topics.naming import slugify, snake_case, title_from_slug
 
 PUBLISHER_META = "io.modelcontextprotocol.registry/publisher-provided"
-
-# Verbs whose tools only read; everything else is assumed to change state (the safe side for a verifier).
-READ_VERBS = frozenset(
-    [
-        "list",
-        "get",
-        "search",
-        "find",
-        "count",
-        "read",
-        "fetch",
-        "query",
-        "describe",
-        "show",
-        "view",
-        "lookup",
-        "check",
-        "retrieve",
-        "browse",
-        "summarize",
-        "preview",
-        "validate",
-        "estimate",
-        "calculate",
-        "export",
-        "download",
-    ]
-)
 
 
 def verb_mutates(name: str) -> bool:

@@ -14,52 +14,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from factory.lexicon import (
+    DECREMENT_VERBS,
+    INCREMENT_VERBS,
+    MONEY_WORDS,
+    TERMINAL_STATES,
+    TRANSITIONS,
+    UNDOING_VERBS,
+    VERB_FIELDS,
+)
 from factory.models import EntitySpec, FieldSpec, ToolOperation, ToolSpec, Topic
+from factory.naming import plural, singular, slugify, snake_case
 from factory.topics.documents import SourceError, read_document
-from factory.topics.naming import plural, singular, slugify, snake_case
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 MAX_DEPTH = 12
 _DROP_KEYS = {"example", "examples", "xml", "discriminator", "externalDocs", "nullable"}
-# Verb of an action endpoint -> the status value it leads to.
-ACTION_TARGETS = {
-    "cancel": ("cancelled", "canceled"),
-    "approve": ("approved",),
-    "reject": ("rejected",),
-    "close": ("closed",),
-    "reopen": ("open", "reopened"),
-    "complete": ("completed", "complete", "done"),
-    "archive": ("archived",),
-    "ship": ("shipped",),
-    "confirm": ("confirmed",),
-    "assign": ("assigned",),
-    "publish": ("published",),
-    "activate": ("active",),
-    "deactivate": ("inactive",),
-    "submit": ("submitted",),
-    "resolve": ("resolved",),
-    "pay": ("paid",),
-    "refund": ("refunded",),
-    "deliver": ("delivered",),
-    "suspend": ("suspended",),
-    "freeze": ("frozen",),
-    "lock": ("locked",),
-    "block": ("blocked",),
-}
-TERMINAL_STATES = {
-    "cancelled",
-    "canceled",
-    "rejected",
-    "closed",
-    "completed",
-    "done",
-    "archived",
-    "delivered",
-    "refunded",
-}
-INCREMENT_VERBS = {"deposit": "balance", "restock": "stock", "top_up": "balance", "credit": "balance"}
-DECREMENT_VERBS = {"withdraw": "balance", "debit": "balance", "consume": "stock"}
-MONEY_WORDS = ("price", "amount", "cost", "total", "balance", "fee", "salary", "budget", "remaining")
 
 
 @dataclass
@@ -556,7 +526,8 @@ def _action(verb: str, entity: EntitySpec, params: dict[str, Any]) -> ToolOperat
             return ToolOperation(kind="action", entity=e, action="transfer", field=target, amount_param=amount)
     for verbs, action in ((INCREMENT_VERBS, "increment"), (DECREMENT_VERBS, "decrement")):
         if verb in verbs and amount:
-            target = verbs[verb] if verbs[verb] in fields else None
+            named = VERB_FIELDS.get(verb)
+            target = named if named in fields else None
             target = target or next((f for f in ("stock", "quantity", "balance") if f in fields), None)
             if target:
                 return ToolOperation(kind="action", entity=e, action=action, field=target, amount_param=amount)
@@ -565,12 +536,16 @@ def _action(verb: str, entity: EntitySpec, params: dict[str, Any]) -> ToolOperat
         status = next((f for f in entity.fields if f.enum), None)
     if status is None or not status.enum:
         return None
-    candidates = ACTION_TARGETS.get(verb, (verb + "d" if verb.endswith("e") else verb + "ed",))
+    targets = TRANSITIONS[verb][0] if verb in TRANSITIONS else ()
+    candidates = targets or (verb + "d" if verb.endswith("e") else verb + "ed",)
     to_value = next((v for v in status.enum if v.lower() in candidates), None)
     if to_value is None:
         return None
+    sources = TRANSITIONS[verb][1] if verb in UNDOING_VERBS else None
     if to_value.lower() in ("open", "reopened"):
         from_values = [v for v in status.enum if v.lower() in TERMINAL_STATES]
+    elif sources and any(v.lower() in sources for v in status.enum):
+        from_values = [v for v in status.enum if v.lower() in sources]
     else:
         from_values = [v for v in status.enum if v != to_value and v.lower() not in TERMINAL_STATES]
     return ToolOperation(

@@ -19,8 +19,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.models import Taxonomy, TaxonomyNode, TaxonomyPath, Topic, TopicMerge
+from factory.naming import singular, slugify, snake_case, title_from_slug
 from factory.topics.bundled import load_catalog, load_categories
-from factory.topics.naming import singular, slugify, snake_case, title_from_slug
 
 MERGE_THRESHOLD_ENV = "FACTORY_TOPIC_MERGE_THRESHOLD"
 OTHER_L1 = "other"

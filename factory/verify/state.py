@@ -17,21 +17,10 @@ from typing import Any
 
 from pydantic import Field
 
-from factory.graphs import singular
+from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.models import Model, Snapshot
+from factory.naming import singular
 from factory.store import canonical_json, sha256_bytes
-
-DEFAULT_TIMESTAMP_COLUMNS: tuple[str, ...] = (
-    "created_at",
-    "updated_at",
-    "modified_at",
-    "inserted_at",
-    "last_modified",
-    "last_modified_at",
-    "last_updated",
-    "last_updated_at",
-    "timestamp",
-)
 
 Tables = Mapping[str, Sequence[Mapping[str, Any]]]
 
@@ -43,7 +32,7 @@ def _tables(state: Snapshot | Tables) -> Tables:
 class ColumnFilter:
     """Decides which columns a comparison ignores."""
 
-    def __init__(self, bookkeeping: Iterable[str] = (), timestamp_columns: Iterable[str] = DEFAULT_TIMESTAMP_COLUMNS):
+    def __init__(self, bookkeeping: Iterable[str] = (), timestamp_columns: Iterable[str] = TIMESTAMP_COLUMNS):
         self.patterns = [p if "." in p else f"*.{p}" for p in bookkeeping]
         self.patterns += [f"*.{c}" for c in timestamp_columns]
 
@@ -73,7 +62,7 @@ def normalize_value(value: Any) -> Any:
 def canonical_state_hash(
     snapshot: Snapshot | Tables,
     bookkeeping: Iterable[str] = (),
-    timestamp_columns: Iterable[str] = DEFAULT_TIMESTAMP_COLUMNS,
+    timestamp_columns: Iterable[str] = TIMESTAMP_COLUMNS,
 ) -> str:
     """Hash of the state's meaningful content: independent of row and table order, blind to ignored columns.
     Empty tables count as absent, so a files backend without a collection file equals one with `[]`."""
@@ -140,7 +129,7 @@ def state_diff(
     initial: Snapshot | Tables,
     final: Snapshot | Tables,
     bookkeeping: Iterable[str] = (),
-    timestamp_columns: Iterable[str] = DEFAULT_TIMESTAMP_COLUMNS,
+    timestamp_columns: Iterable[str] = TIMESTAMP_COLUMNS,
     keys: Mapping[str, str] | None = None,
 ) -> StateDiff:
     """Rows added, removed and changed per table. Rows are matched by `keys[table]`, else an inferred id column."""

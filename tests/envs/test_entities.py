@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
-from factory.envs.entities import (
-    infer_entities,
-    parse_tool_name,
-    pluralize,
-    singularize,
-    split_words,
-    unmapped_reasons,
-)
+from factory.envs.entities import infer_entities, parse_tool_name, unmapped_reasons
 from factory.models import EntitySpec, FieldSpec, Rule, ToolOperation, ToolSpec, Topic
+from factory.naming import split_words
 
 S, INT, N = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 
@@ -99,32 +91,6 @@ def field(entity: EntitySpec, name: str) -> FieldSpec:
 
 def tools_by_name(tools: list[ToolSpec]) -> dict[str, ToolSpec]:
     return {t.name: t for t in tools}
-
-
-@pytest.mark.parametrize(
-    ("plural", "singular"),
-    [
-        ("orders", "order"),
-        ("categories", "category"),
-        ("addresses", "address"),
-        ("statuses", "status"),
-        ("people", "person"),
-        ("boxes", "box"),
-        ("branches", "branch"),
-        ("houses", "house"),
-        ("issues", "issue"),
-        ("analyses", "analysis"),
-        ("companies", "company"),
-        ("quizzes", "quiz"),
-        ("movies", "movie"),
-        ("responses", "response"),
-        ("buses", "bus"),
-    ],
-)
-def test_inflector_round_trips(plural: str, singular: str) -> None:
-    assert singularize(plural) == singular
-    assert pluralize(singular) == plural
-    assert singularize(singular) == singular
 
 
 def test_tool_names_in_any_style() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from factory.naming import plural
 from factory.tasks.phrasing import (
     ENTITY_SYNONYMS,
     Filter,
@@ -11,7 +12,6 @@ from factory.tasks.phrasing import (
     Style,
     compose_question,
     humanize,
-    plural,
     value_text,
 )
 

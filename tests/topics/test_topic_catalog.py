@@ -8,9 +8,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from factory.models import Topic
+from factory.naming import plural, singular
 from factory.topics import get_topic, load_catalog
 from factory.topics.bundled import load_categories
-from factory.topics.naming import plural, singular
 from factory.topics.taxonomy import SLUG_RE
 
 CRUD = ("list", "get", "search", "create", "update", "delete", "count")

@@ -1,0 +1,224 @@
+"""What each tool does, from its name and parameters: an operation kind on an entity.
+
+The first pass reads every tool alone (`cancel_order(order_id)` is a transition of `order`); the
+second maps each tool's noun onto the entities the whole tool list confirms, since one tool cannot
+tell that `list_supplier_items(supplier_id)` works on `supplier_item` rather than `item`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, replace
+
+from factory.envs.entities.names import parse_tool_name
+from factory.envs.entities.params import amount_param, find_key, id_entities, normalize_props, transfer_ends
+from factory.lexicon import (
+    AGGREGATE_VERBS,
+    AMOUNT_NOUNS,
+    CREATE_VERBS,
+    DECREMENT_VERBS,
+    DELETE_VERBS,
+    DERIVED_CREATES,
+    DUAL_VERBS,
+    FIELD_ALIASES,
+    GENERIC_PARTS,
+    GET_VERBS,
+    INCREMENT_VERBS,
+    LIST_VERBS,
+    NOT_ENTITIES,
+    QUERY_NAMES,
+    SEARCH_VERBS,
+    TRANSFER_VERBS,
+    TRANSITIONS,
+    UPDATE_VERBS,
+    VERB_FIELDS,
+)
+from factory.models import ActionKind, JsonSchema, OperationKind, ToolSpec
+from factory.naming import is_plural, plural, singular
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one tool does, as far as inference has settled it."""
+
+    spec: ToolSpec
+    props: dict[str, JsonSchema]
+    required: list[str]
+    kind: OperationKind | None = None
+    entity: str | None = None
+    action: ActionKind | None = None
+    verb: str | None = None
+    field: str | None = None
+    amount_param: str | None = None
+    to_candidates: list[str] = dataclasses.field(default_factory=list)
+    transfer_params: tuple[str, str] | None = None
+    full: str = ""  # the whole noun of the name, singular: a known entity wins over a split by id
+    reason: str = ""
+
+
+def _require_entity(plan: Plan) -> Plan:
+    if not plan.entity:
+        return replace(plan, kind=None, entity=None, reason="no noun names an entity")
+    return plan
+
+
+def _names_row(noun: list[str], props: dict[str, JsonSchema]) -> bool:
+    """A dual verb (submit, send...) works on an existing row when the tool names that row's id."""
+    name = singular("_".join(noun))
+    return bool(name) and (f"{name}_id" in props or "id" in props)
+
+
+def classify(tool: ToolSpec, known: set[str]) -> Plan:
+    """Kind and entity of one tool from its name and parameters (first pass: no entity list yet)."""
+    props, required = normalize_props(tool.parameters)
+    parsed = parse_tool_name(tool.name)
+    verb = parsed.verb
+    noun = parsed.noun
+    noun_name = singular("_".join(noun))
+    plan = Plan(spec=tool, props=props, required=required, verb=verb, full=noun_name if verb else "")
+    if verb is None:
+        return replace(plan, reason="no verb in the tool name")
+    ids = id_entities(props)
+
+    def split_by_id() -> tuple[str | None, list[str]]:
+        """`get_account_balance(account_id)` -> ("account", ["balance"])."""
+        for x in ids:
+            xw = x.split("_")
+            if noun[: len(xw)] == xw and len(noun) > len(xw):
+                return x, noun[len(xw) :]
+        return None, noun
+
+    def rest_noun() -> str:
+        """The noun after the id's entity: `list_customer_orders(customer_id)` -> "order"."""
+        subject, rest = split_by_id()
+        return singular("_".join(rest)) if subject else noun_name
+
+    if verb in TRANSFER_VERBS:  # two rows of the same entity
+        ends = transfer_ends(props)
+        if ends is None:
+            return replace(plan, reason="transfer without from/to parameters")
+        (from_p, from_x), (to_p, to_x) = ends
+        entity = from_x or to_x or (noun_name if noun_name in known else None) or "account"
+        hint = noun_name if noun_name and noun_name != entity else None
+        amount = amount_param(props, {from_p, to_p})
+        return replace(
+            plan,
+            kind="action" if amount else None,
+            action="transfer",
+            entity=entity,
+            transfer_params=(from_p, to_p),
+            amount_param=amount,
+            field=FIELD_ALIASES.get(hint or "", hint) or VERB_FIELDS["transfer"],
+            reason="" if amount else "transfer without an amount parameter",
+        )
+
+    is_add_amount = verb == "add" and "_".join(noun) in AMOUNT_NOUNS and bool(ids)
+    if verb in INCREMENT_VERBS or verb in DECREMENT_VERBS or is_add_amount:
+        action: ActionKind = "decrement" if verb in DECREMENT_VERBS else "increment"
+        subject, rest = split_by_id()
+        if subject is None:
+            if noun_name in ids or (noun_name and not ids):
+                subject, rest = noun_name, []
+            elif ids:
+                subject = ids[0]
+        if subject is None:
+            return replace(plan, action=action, reason="no entity for the amount change")
+        hint = "_".join(rest) if rest else None
+        amount = amount_param(props, {f"{subject}_id", "id"})
+        return replace(
+            plan,
+            kind="action" if amount else None,
+            action=action,
+            entity=subject,
+            field=FIELD_ALIASES.get(hint or "", hint) if hint else None,
+            amount_param=amount,
+            reason="" if amount else "no amount parameter",
+        )
+
+    if verb in TRANSITIONS and (verb not in DUAL_VERBS or _names_row(noun, props)):
+        candidates = list(TRANSITIONS[verb][0])
+        if verb == "mark":
+            words = [w for w in noun + parsed.tail if w != "as"]
+            candidates, noun = words[-1:], words[:-1]
+        subject, _ = split_by_id()
+        entity = subject or singular("_".join(noun)) or (ids[0] if len(ids) == 1 else None)
+        if entity is None or not candidates:
+            return replace(plan, reason="no entity or target state for the status change")
+        return replace(plan, kind="action", action="transition", entity=entity, to_candidates=candidates)
+
+    if verb in DERIVED_CREATES and noun_name and noun_name in ids:
+        return replace(plan, kind="create", entity=DERIVED_CREATES[verb])
+
+    if verb in AGGREGATE_VERBS or parsed.trailing == "aggregate":
+        return _require_entity(replace(plan, kind="aggregate", entity=rest_noun()))
+
+    if verb in LIST_VERBS or parsed.trailing == "list":
+        return _require_entity(replace(plan, kind="list", entity=rest_noun()))
+
+    if verb in SEARCH_VERBS:
+        has_query = any(p in QUERY_NAMES for p in props)
+        return _require_entity(replace(plan, kind="search" if has_query else "list", entity=rest_noun()))
+
+    if verb in GET_VERBS:
+        subject, rest = split_by_id()
+        if subject is not None and is_plural(rest[-1]):
+            return replace(plan, kind="list", entity=singular("_".join(rest)))
+        if subject is not None:
+            return replace(plan, kind="get", entity=subject)
+        many = bool(noun) and is_plural(noun[-1])
+        if not many and not props:
+            return replace(plan, reason="a get with no parameter names no row")
+        kind: OperationKind = "get" if find_key(noun_name, props) and not many else "list"
+        return _require_entity(replace(plan, kind=kind, entity=noun_name))
+
+    if verb in DELETE_VERBS:
+        subject, _ = split_by_id()
+        return _require_entity(replace(plan, kind="delete", entity=subject or noun_name))
+
+    if verb in UPDATE_VERBS:
+        subject, _ = split_by_id()
+        return _require_entity(replace(plan, kind="update", entity=subject or noun_name))
+
+    if verb in CREATE_VERBS or verb in DUAL_VERBS or verb in DERIVED_CREATES:
+        entity = rest_noun()
+        if verb in DERIVED_CREATES and not entity:
+            entity = DERIVED_CREATES[verb]
+        return _require_entity(replace(plan, kind="create", entity=entity))
+
+    return replace(plan, reason=f"verb {verb!r} has no operation")
+
+
+def settle_names(plans: list[Plan], fixed: list[str] | None) -> list[Plan]:
+    """Each plan's noun mapped onto a known entity: exact name, table name, or the longest matching suffix.
+
+    `fixed` are the entities a source gives (OpenAPI); without them, the entities are those some tool
+    reads or writes by key, or names by an `<x>_id` parameter.
+    """
+    confirmed: set[str] = set(fixed or [])
+    if fixed is None:
+        for p in plans:
+            if p.kind in ("get", "create", "update", "delete") and p.entity:
+                confirmed.add(p.entity)
+            confirmed.update(x for x in id_entities(p.props) if x not in NOT_ENTITIES)
+    tables = {plural(e): e for e in confirmed}
+    return [_settle_name(p, confirmed, tables, fixed is not None) for p in plans]
+
+
+def _settle_name(p: Plan, confirmed: set[str], tables: dict[str, str], fixed: bool) -> Plan:
+    split_off = bool(p.entity) and p.full.endswith(f"_{p.entity}")  # list_supplier_items(supplier_id)
+    generic_part = p.entity not in confirmed and p.entity in GENERIC_PARTS  # list_order_items(order_id)
+    if p.kind in ("list", "search", "aggregate", "create") and split_off and (p.full in confirmed or generic_part):
+        return replace(p, entity=p.full)
+    if not p.entity or p.entity in confirmed:
+        return p
+    if p.entity in tables:
+        return replace(p, entity=tables[p.entity])
+    words = p.entity.split("_")
+    candidates = ["_".join(words[k:]) for k in range(1, len(words))]
+    candidates += ["_".join(words[:-k]) for k in range(1, len(words))]
+    match = next((c for c in candidates if c in confirmed or c in tables), None)
+    if match is not None:
+        return replace(p, entity=tables.get(match, match))
+    if fixed:
+        return replace(p, kind=None, entity=None, reason=f"no known entity matches {p.entity!r}")
+    return p
