@@ -16,14 +16,18 @@ from typing import Any
 
 from factory.envs.codegen import (
     DEFAULT_LIMIT,
-    TIMESTAMP_FIELDS,
+    Supply,
+    consumed_supplies,
     find_entity,
+    is_non_negative,
     key_param,
     param_field,
     query_param,
+    referrers,
     searchable_fields,
     unsupported_tools,
 )
+from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.models import EntitySpec, EnvSpec, FieldSpec, TestCase, TestExpect, ToolSpec
 
 Rows = list[dict[str, Any]]
@@ -124,7 +128,7 @@ class _Cases:
     def shown(self, row: dict[str, Any], n: int = 3) -> dict[str, Any]:
         """The key plus a few stable fields of `row` (no timestamps) a result must carry."""
         out = {self.pk: row[self.pk]}
-        stable = [k for k, v in row.items() if k != self.pk and k not in TIMESTAMP_FIELDS and v is not None]
+        stable = [k for k, v in row.items() if k != self.pk and k not in TIMESTAMP_COLUMNS and v is not None]
         for k in stable[:n]:
             out[k] = _round(row[k])
         return out
@@ -145,38 +149,11 @@ class _Cases:
             return True
         return self.shaped(p, [], set()) if not self.allows(p, "test value") else "test value"
 
-    def referrers(self) -> list[tuple[EntitySpec, str, str]]:
-        out = []
-        for other in self.spec.entities:
-            for f in other.fields:
-                ent, _, ref = (f.references or "").partition(".")
-                if f.references and ent in (self.entity.name, self.entity.table):
-                    out.append((other, f.name, ref or self.pk))
-        return out
-
     def referenced(self, row: dict[str, Any]) -> bool:
-        return any(any(r.get(fk) == row.get(ref) for r in self.rows_of(other)) for other, fk, ref in self.referrers())
-
-    def non_negative(self, name: str) -> bool:
-        return any(r.kind == "non_negative" and r.field == name for r in self.entity.rules)
-
-    def consumes(self) -> list[tuple[str, EntitySpec, str, str]]:
-        out = []
-        for rule in self.entity.rules:
-            if rule.kind != "consumes" or not rule.field or not rule.target or rule.field not in self.fields:
-                continue
-            ent, _, sf = rule.target.partition(".")
-            supply = find_entity(self.spec.entities, ent)
-            if supply is None:
-                continue
-            fks = [
-                f.name
-                for f in self.entity.fields
-                if f.references and f.references.split(".")[0] in (supply.name, supply.table)
-            ]
-            if fks:
-                out.append((rule.field, supply, sf, fks[0]))
-        return out
+        return any(
+            any(r.get(fk) == row.get(ref) for r in self.rows_of(other))
+            for other, fk, ref in referrers(self.spec.entities, self.entity)
+        )
 
     def field_params(self) -> dict[str, FieldSpec]:
         return {p: f for p in self.props if (f := param_field(self.entity, p)) is not None}
@@ -389,10 +366,10 @@ class _Cases:
                 if p in self.required:
                     args[p] = [] if self.props[p]["type"] == "array" else {}
                 continue
-            if f.name in TIMESTAMP_FIELDS:
+            if f.name in TIMESTAMP_COLUMNS:
                 continue
             args[p] = self.fresh_value(p, f, "new")
-        consumes = self.consumes()
+        consumes = consumed_supplies(self.spec.entities, self.entity)
         for qty, supply, sf, fk in consumes:
             fk_param = next((p for p, f in params.items() if f.name == fk), None)
             qty_param = next((p for p, f in params.items() if f.name == qty), None)
@@ -435,7 +412,7 @@ class _Cases:
                 return False
         return True
 
-    def error_cases(self, args: dict[str, Any], params: dict[str, FieldSpec], consumes: list) -> None:
+    def error_cases(self, args: dict[str, Any], params: dict[str, FieldSpec], consumes: list[Supply]) -> None:
         """Each error the create can return, one argument away from a valid call."""
         for p, f in params.items():
             if f.references and self.allows(p, MISSING_ID):
@@ -472,9 +449,9 @@ class _Cases:
             return
         params = {p: f for p, f in self.field_params().items() if p != self.key and f.name != self.pk}
         rule_fields = {n for r in self.entity.rules if r.kind == "unique_together" for n in r.fields or []}
-        consumes = self.consumes()
+        consumes = consumed_supplies(self.spec.entities, self.entity)
         rule_fields |= {x for qty, _, _, fk in consumes for x in (qty, fk)}
-        plain = [p for p, f in params.items() if f.name not in rule_fields and f.name not in TIMESTAMP_FIELDS]
+        plain = [p for p, f in params.items() if f.name not in rule_fields and f.name not in TIMESTAMP_COLUMNS]
         row = self.rng.choice(self.rows)
         if plain:
             p = self.rng.choice(plain)
@@ -519,7 +496,7 @@ class _Cases:
                 args = {self.key: row[self.pk], by_field[qty]: too_much}
                 self.add(f"{qty} above {supply.name} {sf}", args, _fail(f"insufficient_{sf}"))
 
-    def change_quantity(self, row: dict[str, Any], params: dict[str, FieldSpec], consumes: list) -> None:
+    def change_quantity(self, row: dict[str, Any], params: dict[str, FieldSpec], consumes: list[Supply]) -> None:
         """A success case for an update whose only fields are consumed quantities: move to a quantity that fits."""
         by_field = {f.name: p for p, f in params.items()}
         for qty, supply, sf, fk in consumes:
@@ -569,7 +546,7 @@ class _Cases:
         f = self.fields[name]
         amount = self.amount(f.type == "integer")
         candidates = [r for r in self.rows if isinstance(r.get(name), int | float)]
-        if sign < 0 and self.non_negative(name):
+        if sign < 0 and is_non_negative(self.entity, name):
             candidates = [r for r in candidates if r[name] >= amount]
         if f.maximum is not None and sign > 0:
             candidates = [r for r in candidates if r[name] + amount <= f.maximum]
@@ -581,7 +558,7 @@ class _Cases:
                 self.add("zero amount", {self.key: row[self.pk], amount_p: 0}, _fail("invalid_arguments"))
         if self.rows:
             self.add("unknown id", {self.key: self.missing_id(self.key), amount_p: amount}, _fail("not_found"))
-        if sign < 0 and self.non_negative(name):
+        if sign < 0 and is_non_negative(self.entity, name):
             rows = [r for r in self.rows if isinstance(r.get(name), int | float)]
             if rows:
                 row = self.rng.choice(rows)
@@ -630,7 +607,7 @@ class _Cases:
         self.add(f"move {amount} {name}", args, _ok(expect))
         self.add("to an unknown id", {**args, dst_p: self.missing_id(dst_p)}, _fail("not_found"))
         self.add("to the same row", {**args, dst_p: src[self.pk]}, _fail("invalid_arguments"))
-        if self.non_negative(name):
+        if is_non_negative(self.entity, name):
             too_much = int(src[name]) + 1 if self.fields[name].type == "integer" else _round(src[name] + 1.5)
             if self.allows(amount_p, too_much):
                 self.add(f"more than the {name} left", {**args, amount_p: too_much}, _fail(f"insufficient_{name}"))

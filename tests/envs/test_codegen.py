@@ -11,8 +11,20 @@ from typing import Any
 
 import pytest
 
-from factory.envs.codegen import generate_tools, searchable_fields, unsupported_tools
-from factory.models import ToolOperation, ToolSpec
+from factory.envs.codegen import (
+    CodegenError,
+    Supply,
+    _call,
+    _Code,
+    _docstring,
+    _layout,
+    _literal,
+    consumed_supplies,
+    generate_tools,
+    searchable_fields,
+    unsupported_tools,
+)
+from factory.models import Rule, ToolOperation, ToolSpec
 
 from .conftest import load_state, shop_rows, shop_spec
 
@@ -211,3 +223,71 @@ def test_unsupported_tools_get_reasons_and_odd_parameter_names_use_params():
     exec(compile(generate_tools(spec), "tools.py", "exec"), ns)
     conn = load_state(spec, shop_rows(), Path("."))
     assert ns["get_product_by_sku"](conn, **{"product_id": "pro_0002", "class": "x"})["name"] == "Red Kettle"
+
+
+def _with_minimums(backend: str):
+    """The shop where stock (never negative) and quantity (consumed) also have a schema minimum."""
+    spec = shop_spec(backend)
+    minimums = {("product", "stock"): 0.0, ("order", "quantity"): 1.0}
+    entities = [
+        e.model_copy(
+            update={
+                "fields": [
+                    f.model_copy(update={"minimum": minimums[(e.name, f.name)]}) if (e.name, f.name) in minimums else f
+                    for f in e.fields
+                ]
+            }
+        )
+        for e in spec.entities
+    ]
+    return spec.model_copy(update={"entities": entities})
+
+
+def test_a_negative_value_is_refused_once_with_the_rule_code(backend: str, tmp_path: Path):
+    spec = _with_minimums(backend)
+    source = generate_tools(spec)
+    # A minimum of 0 adds nothing to the sign check (it used to be a second, unreachable check with another code).
+    assert source.count('_check_not_negative("stock", stock, "insufficient_stock")') == 2  # create and update
+    assert '_check_at_least("stock"' not in source
+    assert source.count('_check_at_least("quantity", quantity, 1.0)') == 2
+    tools = Tools(backend, tmp_path, spec)
+    assert _code(tools.create_product(name="Y", stock=-1)) == "insufficient_stock"
+    assert tools.create_product(name="Y", stock=0)["stock"] == 0
+    assert _code(tools.create_order(customer_id="cus_0001", product_id="pro_0004", quantity=-1)) == "invalid_arguments"
+    refused = tools.create_order(customer_id="cus_0001", product_id="pro_0004", quantity=0)
+    assert refused["error"]["message"] == "quantity must be at least 1.0"
+
+
+def test_literals_and_layout_are_what_ruff_writes():
+    assert _literal("plain") == '"plain"' and _literal("it's") == '"it\'s"'
+    assert _literal('say "hi"') == "'say \"hi\"'" and _literal("a\\b\n") == '"a\\\\b\\n"'
+    assert [_literal(v) for v in (None, True, 3, 0.5)] == ["None", "True", "3", "0.5"]
+    with pytest.raises(CodegenError):
+        _literal(float("nan"))
+    short = _call("_check_one_of", "tier", _Code("tier"), ("basic",))
+    assert _layout(short, "    ") == ['    _check_one_of("tier", tier, ("basic",))']
+    long = _call("_check_one_of", "tier", _Code("tier"), tuple(f"value {i:02d}" for i in range(12)))
+    lines = _layout(long, "    ", "x = ")
+    assert lines[0] == "    x = _check_one_of(" and lines[-1] == "    )"
+    assert lines[1:4] == ['        "tier",', "        tier,", "        ("] and lines[-2] == "        ),"
+    assert all(len(line) <= 120 for line in lines)
+
+
+def test_docstrings_keep_quotes_and_fit_the_line():
+    assert _docstring(['Ends in "x"'], "    ") == ['    """Ends in "x" """']
+    assert _docstring(['a\\b """ c'], "") == ['"""a\\\\b \'\'\' c"""']
+    wrapped = _docstring(["word " * 40], "    ")
+    assert len(wrapped) == 3 and wrapped[-1] == '    """' and all(len(line) <= 120 for line in wrapped)
+
+
+def test_consumed_supplies_need_the_supply_field_and_a_foreign_key():
+    spec = shop_spec()
+    order = next(e for e in spec.entities if e.name == "order")
+    product = next(e for e in spec.entities if e.name == "product")
+    assert consumed_supplies(spec.entities, order) == [Supply("quantity", product, "stock", "product_id")]
+    for target in ("product.no_such_field", "ghost.stock", "customer.credit_limit"):
+        broken = order.model_copy(update={"rules": [Rule(kind="consumes", field="quantity", target=target)]})
+        assert consumed_supplies(spec.entities, broken) == [], target
+    review = next(e for e in spec.entities if e.name == "review")
+    unlinked = review.model_copy(update={"rules": [Rule(kind="consumes", field="rating", target="order.quantity")]})
+    assert consumed_supplies(spec.entities, unlinked) == []

@@ -45,8 +45,9 @@ def test_tool_wrong_on_purpose_is_dropped_and_the_rest_kept(tmp_path: Path):
     source = generate_tools(spec)
     # get_product answers with the first product whatever the id: wrong for most ids, right for unknown ones.
     wrong = source.replace(
-        "    current = _get(state, 'products', product_id)\n",
-        "    current = _select(state, 'products')[0] if product_id != 'does-not-exist-0' else None\n",
+        '    return _find(db, "products", product_id, "product")\n',
+        '    return db.select("products")[0] if product_id != "does-not-exist-0" '
+        'else _find(db, "products", product_id, "product")\n',
         1,
     )
     assert wrong != source

@@ -1,0 +1,380 @@
+"""The helpers every generated tools.py shares, whatever its state backend.
+
+Tool functions call these with literal arguments (table, field and entity names from the schema) and a
+store (`_SqliteStore` or `_FileStore`). A check that fails raises `_Refusal`; `_tool` turns it into the
+call's answer `{"error": {"code": ..., "message": ...}}`, and since checks run before any write, a refused
+call changes nothing. New ids continue the largest existing id and timestamps the latest existing one
+(no clock, no uuid), so replaying the same calls in a fresh session gives the same answers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import re
+import typing
+
+if typing.TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+
+
+class _Store(typing.Protocol):
+    """What the helpers need from a state backend (`_SqliteStore`, `_FileStore`): tables of records."""
+
+    def key(self, table: str) -> str:
+        """The primary key column of `table`."""
+        ...
+
+    def select(
+        self,
+        table: str,
+        where: dict[str, Any] | None = None,
+        ranges: dict[str, tuple[Any, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Rows (ordered by key) equal to `where` and inside `ranges`; None values and bounds filter nothing."""
+        ...
+
+    def get(self, table: str, key: Any) -> dict[str, Any] | None:
+        """The row whose key is `key`, or None."""
+        ...
+
+    def insert(self, table: str, record: dict[str, Any]) -> None: ...
+
+    def update(self, table: str, key: Any, changes: dict[str, Any]) -> None: ...
+
+    def delete(self, table: str, key: Any) -> None: ...
+
+
+class _Refusal(Exception):
+    """A tool call refused on purpose: bad arguments, a missing row, a broken business rule."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+
+def _tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The tool function answering a `_Refusal` from its checks as an error value (other errors propagate)."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **params: Any) -> Any:
+        try:
+            return fn(*args, **params)
+        except _Refusal as refusal:
+            return {"error": {"code": refusal.code, "message": refusal.message}}
+
+    return call
+
+
+# --- checks on arguments ------------------------------------------------------------------------
+
+
+def _require(values: dict[str, Any]) -> None:
+    """Refuse a call without one of these required parameters (the first missing one is named)."""
+    for name, value in values.items():
+        if value is None:
+            raise _Refusal("invalid_arguments", f"{name} is required")
+
+
+def _check_one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        raise _Refusal("invalid_arguments", f"{name} must be one of: {', '.join(allowed)}")
+
+
+def _valid_time(value: Any, kind: str) -> bool:
+    try:
+        if kind == "date":
+            datetime.date.fromisoformat(value)
+        else:
+            datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return True
+
+
+def _check_time(name: str, value: Any, kind: str) -> None:
+    """Refuse a value that is not an ISO date or datetime (`kind`)."""
+    if value is not None and not _valid_time(value, kind):
+        raise _Refusal("invalid_arguments", f"{name} must be an ISO {kind}")
+
+
+def _check_not_negative(name: str, value: Any, code: str) -> None:
+    """Refuse a negative value with `code` (insufficient_<field> for a quantity that may never go below 0)."""
+    if value is not None and value < 0:
+        raise _Refusal(code, f"{name} cannot be negative")
+
+
+def _check_at_least(name: str, value: Any, minimum: float) -> None:
+    if value is not None and value < minimum:
+        raise _Refusal("invalid_arguments", f"{name} must be at least {minimum}")
+
+
+def _check_at_most(name: str, value: Any, maximum: float) -> None:
+    if value is not None and value > maximum:
+        raise _Refusal("invalid_arguments", f"{name} must be at most {maximum}")
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if value <= 0:
+        raise _Refusal("invalid_arguments", f"{name} must be positive")
+
+
+# --- checks against the state -------------------------------------------------------------------
+
+
+def _find(db: _Store, table: str, key: Any, entity: str) -> dict[str, Any]:
+    """The row of `table` with key `key`; refused as not_found when there is none."""
+    row = db.get(table, key)
+    if row is None:
+        raise _Refusal("not_found", f"no {entity} with id {key!r}")
+    return row
+
+
+def _check_reference(db: _Store, table: str, field: str, value: Any, entity: str) -> None:
+    """Refuse a foreign key `value` that no row of `table` holds in `field`."""
+    if value is not None and not db.select(table, {field: value}):
+        raise _Refusal("invalid_reference", f"no {entity} with {field} {value!r}")
+
+
+def _check_unique(
+    db: _Store, table: str, field: str, value: Any, entity: str, current: dict[str, Any] | None = None
+) -> None:
+    """Refuse a `value` of `field` that another row already holds (`current`, the row being updated, may keep it)."""
+    if value is None:
+        return
+    key = db.key(table)
+    if any(current is None or row[key] != current[key] for row in db.select(table, {field: value})):
+        raise _Refusal("conflict", f"a {entity} with {field} {value!r} already exists")
+
+
+def _check_unique_together(
+    db: _Store, table: str, record: dict[str, Any], fields: tuple[str, ...], entity: str
+) -> None:
+    """Refuse a `record` whose values of `fields` (all given) another row already has."""
+    if any(record[f] is None for f in fields):
+        return
+    key = db.key(table)
+    if any(row[key] != record[key] for row in db.select(table, {f: record[f] for f in fields})):
+        raise _Refusal("conflict", f"another {entity} has the same {', '.join(fields)}")
+
+
+def _check_unreferenced(db: _Store, entity: str, key: Any, table: str, where: dict[str, Any]) -> None:
+    """Refuse deleting the `entity` `key` while rows of `table` still point at it (`where`: their foreign key)."""
+    if db.select(table, where):
+        raise _Refusal("conflict", f"{entity} {key!r} is still referenced by {table}")
+
+
+def _check_transition(current: dict[str, Any], entity: str, field: str, allowed: tuple[str, ...], target: str) -> None:
+    """Refuse moving `field` of `current` to `target` unless it is one of the `allowed` source values."""
+    if current[field] not in allowed:
+        raise _Refusal(
+            "invalid_transition",
+            f"cannot move {entity} from {field} {current[field]!r} to {target!r} (only from: {', '.join(allowed)})",
+        )
+
+
+# --- supply: rows whose quantity is taken from a field of the row they reference ---------------
+
+
+def _check_supply(
+    db: _Store,
+    table: str,
+    field: str,
+    entity: str,
+    record: dict[str, Any],
+    foreign_key: str,
+    quantity: str,
+    current: dict[str, Any] | None = None,
+) -> None:
+    """Refuse a `record` that takes more `quantity` than `field` has left on the `table` row it references.
+
+    An update (`current`: the row before) first gives back what the row took, when it keeps the same supply.
+    """
+    key, wanted = record[foreign_key], record[quantity]
+    supply = db.get(table, key) if key is not None else None
+    if supply is None or wanted is None:
+        return
+    returned = (current[quantity] or 0) if current is not None and current[foreign_key] == key else 0
+    available = (supply[field] or 0) + returned
+    if available < wanted:
+        raise _Refusal(f"insufficient_{field}", f"only {available} {field} left on {entity} {key!r}")
+
+
+def _take_supply(db: _Store, table: str, field: str, key: Any, quantity: Any) -> None:
+    if key is not None and quantity is not None and (row := db.get(table, key)) is not None:
+        db.update(table, key, {field: _round((row[field] or 0) - quantity)})
+
+
+def _return_supply(db: _Store, table: str, field: str, key: Any, quantity: Any) -> None:
+    if key is not None and quantity is not None and (row := db.get(table, key)) is not None:
+        db.update(table, key, {field: _round((row[field] or 0) + quantity)})
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def _round(value: Any) -> Any:
+    """Floats to 6 decimals, so sums of money do not show binary noise."""
+    return round(value, 6) if isinstance(value, float) else value
+
+
+def _fill_defaults(record: dict[str, Any], defaults: dict[str, Any]) -> None:
+    for name, value in defaults.items():
+        if record[name] is None:
+            record[name] = value
+
+
+def _next_id(db: _Store, table: str, prefix: str | None) -> Any:
+    """The id after the largest existing one: 41 -> 42, "ord_0041" -> "ord_0042" (`prefix` None: integer ids)."""
+    keys = [row[db.key(table)] for row in db.select(table)]
+    if prefix is None:
+        return max((k for k in keys if isinstance(k, int)), default=0) + 1
+    best = None
+    for key in keys:
+        match = re.fullmatch(r"(.*?)(\d+)", str(key))
+        if match and (best is None or int(match.group(2)) > int(best.group(2))):
+            best = match
+    if best is None:
+        return f"{prefix}0001"
+    digits = best.group(2)
+    return f"{best.group(1)}{int(digits) + 1:0{len(digits)}d}"
+
+
+def _assign_key(db: _Store, table: str, record: dict[str, Any], prefix: str | None) -> None:
+    """Give `record` the next id of `table` unless the caller chose one."""
+    key = db.key(table)
+    if record[key] is None:
+        record[key] = _next_id(db, table, prefix)
+
+
+def _next_time(db: _Store, table: str, field: str, kind: str) -> str:
+    """A logical clock: the latest existing value of `field` plus one second (dates stay on that day)."""
+    values = [row[field] for row in db.select(table) if isinstance(row.get(field), str)]
+    if not values:
+        return "2025-01-01" if kind == "date" else "2025-01-01T00:00:00"
+    latest = max(values)
+    if kind == "date":
+        return latest
+    try:
+        moment = datetime.datetime.fromisoformat(latest.replace("Z", "+00:00"))
+    except ValueError:
+        return latest
+    text = (moment + datetime.timedelta(seconds=1)).isoformat()
+    return text.replace("+00:00", "Z") if latest.endswith("Z") else text
+
+
+def _stamp(db: _Store, table: str, record: dict[str, Any], stamps: dict[str, str], *, only_missing: bool) -> None:
+    """Set the timestamp fields {field: "date" | "datetime"} of `record` from the logical clock of `table`."""
+    for name, kind in stamps.items():
+        if not only_missing or record[name] is None:
+            record[name] = _next_time(db, table, name, kind)
+
+
+def _given(values: dict[str, Any]) -> dict[str, Any]:
+    """The values the caller gave (not None)."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _changes(values: dict[str, Any]) -> dict[str, Any]:
+    """The fields an update sets; refused when it sets none."""
+    changes = _given(values)
+    if not changes:
+        raise _Refusal("invalid_arguments", "give at least one field to change")
+    return changes
+
+
+def _write_changes(
+    db: _Store, table: str, current: dict[str, Any], changes: dict[str, Any], stamps: dict[str, str]
+) -> dict[str, Any]:
+    """Write `changes` (and fresh update timestamps `stamps`) to the row `current`; the row as it is now."""
+    _stamp(db, table, changes, stamps, only_missing=False)
+    db.update(table, current[db.key(table)], changes)
+    return {**current, **changes}
+
+
+def _add_amount(current: dict[str, Any], field: str, amount: Any, *, non_negative: bool, maximum: Any) -> Any:
+    """`field` of `current` plus `amount`; refused below 0 (when `non_negative`) or above `maximum`."""
+    value = (current[field] or 0) + amount
+    if non_negative and value < 0:
+        raise _Refusal(f"insufficient_{field}", f"only {current[field]} {field} left")
+    if maximum is not None and value > maximum:
+        raise _Refusal("invalid_arguments", f"{field} cannot exceed {maximum}")
+    return _round(value)
+
+
+def _transfer(
+    db: _Store,
+    table: str,
+    field: str,
+    source_key: Any,
+    destination_key: Any,
+    amount: Any,
+    *,
+    entity: str,
+    amount_name: str,
+    non_negative: bool,
+) -> dict[str, Any]:
+    """Move `amount` of `field` from one row of `table` to another; both rows as they are now."""
+    if source_key == destination_key:
+        raise _Refusal("invalid_arguments", f"cannot transfer to the same {entity}")
+    source = _find(db, table, source_key, entity)
+    destination = _find(db, table, destination_key, entity)
+    if non_negative and (source[field] or 0) < amount:
+        raise _Refusal(f"insufficient_{field}", f"only {source[field]} {field} left")
+    source = {**source, field: _round((source[field] or 0) - amount)}
+    destination = {**destination, field: _round((destination[field] or 0) + amount)}
+    key = db.key(table)
+    for row in (source, destination):
+        db.update(table, row[key], {field: row[field]})
+    return {"from": source, "to": destination, amount_name: amount}
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _search(rows: list[dict[str, Any]], query: Any, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The rows where one of the text `fields` contains `query`, ignoring case; all rows for an empty query."""
+    if not query:
+        return rows
+    needle = query.casefold()
+    return [row for row in rows if any(isinstance(row.get(f), str) and needle in row[f].casefold() for f in fields)]
+
+
+def _page(rows: list[dict[str, Any]], limit: Any, offset: Any) -> dict[str, Any]:
+    """One page of `rows`: {"items", "total", "next_offset"} (None on the last page)."""
+    limit = DEFAULT_LIMIT if limit is None else limit
+    offset = 0 if offset is None else offset
+    if limit < 1 or offset < 0:
+        raise _Refusal("invalid_arguments", "limit must be at least 1 and offset at least 0")
+    limit = min(limit, MAX_LIMIT)
+    end = offset + limit
+    return {"items": rows[offset:end], "total": len(rows), "next_offset": end if end < len(rows) else None}
+
+
+def _summary(rows: list[dict[str, Any]], field: str | None) -> dict[str, Any]:
+    """count, and sum/avg/min/max of `field` over the rows where it is set."""
+    result: dict[str, Any] = {"count": len(rows)}
+    if field is not None:
+        values = [row[field] for row in rows if row.get(field) is not None]
+        total = sum(values)
+        result["sum"] = _round(total)
+        result["avg"] = _round(total / len(values)) if values else None
+        result["min"] = min(values, default=None)
+        result["max"] = max(values, default=None)
+    return result
+
+
+def _aggregate(rows: list[dict[str, Any]], field: str | None, group_by: str | None) -> dict[str, Any]:
+    """The summary of `rows`, or one summary per value of `group_by` (None last)."""
+    if group_by is None:
+        return _summary(rows, field)
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row.get(group_by), []).append(row)
+    ordered = sorted(groups.items(), key=lambda item: (item[0] is None, item[0]))
+    return {"groups": [{group_by: value, **_summary(members, field)} for value, members in ordered]}
