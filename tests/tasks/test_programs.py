@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from factory.envs.build import build_env
 from factory.envs.bundle import Bundle
 from factory.envs.runtime import Environment
 from factory.models import Task
 from factory.tasks.programs import FAMILIES, EnvView, applicable_families, family_of, synthesize_program_tasks
-from factory.verify.code import run_code_verifier
+from factory.verify.code import check_verifier_source, run_code_verifier
 from factory.verify.state import canonical_state_hash
 
 ENVS = ("procurement", "invoicing")
@@ -30,13 +28,11 @@ CAPABILITY = {
 
 
 @pytest.fixture(scope="module")
-def envs(tmp_path_factory: pytest.TempPathFactory):
-    root: Path = tmp_path_factory.mktemp("program-envs")
+def envs(catalog_bundles):
     opened = {}
     for topic in ENVS:
-        report = build_env(topic, root / topic)
-        assert report.kept, report.reasons
-        opened[topic] = (Bundle.open(root / topic), Environment.open(root / topic))
+        path = catalog_bundles.kept(topic)
+        opened[topic] = (Bundle.open(path), Environment.open(path))
     yield opened
     for _, env in opened.values():
         env.close()
@@ -88,7 +84,7 @@ def test_tasks_are_well_formed(envs, tasks):
         assert len({t.id for t in ts}) == len(ts)
         for t in ts:
             assert t.kind == "program" and t.env_id == name and isinstance(t.gold, str)
-            assert "def solve(tools)" in t.gold and t.verifier and "def verify(initial, final, answer)" in t.verifier
+            assert "def solve(tools)" in t.gold and t.verifier and check_verifier_source(t.verifier) == []
             assert not any(tool.name in t.question for tool in tools), t.question
             assert CAPABILITY[_family(t)] in t.capabilities and "loops" in t.capabilities
             assert t.mutates == (_family(t) in ("bulk_update", "restock"))

@@ -1,0 +1,59 @@
+"""Aggregate family: a sum, average, count, maximum or minimum over the rows that match a condition."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from factory.models import Difficulty
+from factory.tasks.programs.conditions import conditions
+from factory.tasks.programs.draft import Draft, limited, program
+from factory.tasks.programs.view import EnvView, as_number, numeric_fields, page_size, words
+
+
+def propose_aggregate(view: EnvView, rng: random.Random) -> Iterator[Draft]:
+    """Filter and aggregate: sum / average / count / max / min over the rows matching a condition."""
+    combos = []
+    for e, tool in view.listable():
+        rows = view.rows(e)
+        for cond in conditions(e, rows, rng):
+            matched = [r for r in rows if cond.test(r)]
+            combos.append((e, tool, cond, None, "count"))
+            for f in numeric_fields(e):
+                if f.name != cond.field and sum(as_number(r.get(f.name)) is not None for r in matched) >= 2:
+                    combos.append((e, tool, cond, f, rng.choice(["sum", "avg", "max", "min"])))
+    for e, tool, cond, f, agg in limited(combos, rng):
+        things, one = words(e.table), words(e.name)
+        if agg == "count":
+            expr = "len(rows)"
+            question = rng.choice(
+                [
+                    f"How many {things} are there {cond.phrase()}?",
+                    f"Count every {one} {cond.phrase()}. How many are there?",
+                ]
+            )
+        else:
+            values = f"[r[{f.name!r}] for r in rows if r.get({f.name!r}) is not None]"
+            expr = {
+                "sum": f"round(sum({values}), 2)",
+                "avg": f"round(sum({values}) / len({values}), 2)",
+                "max": f"max({values})",
+                "min": f"min({values})",
+            }[agg]
+            what = {"sum": "total", "avg": "average", "max": "highest", "min": "lowest"}[agg]
+            question = rng.choice(
+                [
+                    f"What is the {what} {words(f.name)} of all {things} {cond.phrase()}?",
+                    f"Looking at every {one} {cond.phrase()}, what is their {what} {words(f.name)}?",
+                ]
+            )
+            if agg == "avg" or (agg == "sum" and f.type == "number"):
+                question += " Round to 2 decimals."
+        body = f"rows = [row for row in _all(tools.{tool.name}, {page_size(tool)}) if {cond.code()}]\nreturn {expr}"
+        yield Draft(
+            family="aggregate",
+            question=question,
+            program=program(body),
+            capabilities=["loops", "aggregation"],
+            difficulty=Difficulty(chain_length=1, constraints=[f"{cond.field} {cond.op}"]),
+        )

@@ -1,0 +1,80 @@
+"""Bulk-update family: move every row that matches a condition, and may move, to a new status."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from factory.models import Difficulty, EntitySpec, ToolSpec
+from factory.tasks.programs.conditions import conditions
+from factory.tasks.programs.draft import MAX_WRITES, Draft, limited, program
+from factory.tasks.programs.view import EnvView, page_size, words
+
+
+def _transitions(view: EnvView, e: EntitySpec) -> list[tuple[ToolSpec, str, str, list[str] | None]]:
+    """(tool, key parameter, field, target value, allowed sources) of every status-changing tool of `e`."""
+    key = f"{e.name}_id"
+    out: list[tuple[ToolSpec, str, str, list[str] | None]] = []
+    for t in view.tools_of(e, "action"):
+        op = t.operation
+        props = t.parameters.get("properties") or {}
+        required = set(t.parameters.get("required") or [])
+        if op and op.action == "transition" and op.field and op.to_value and key in props and required <= {key}:
+            out.append((t, op.field, op.to_value, op.from_values))
+    fields = {f.name: f for f in e.fields}
+    for t in view.tools_of(e, "update"):
+        props = t.parameters.get("properties") or {}
+        if key not in props or set(t.parameters.get("required") or []) - {key}:
+            continue
+        for name in props:
+            f = fields.get(name)
+            if f is not None and f.enum:
+                for value in f.enum:
+                    out.append((t, name, value, None))
+    return out
+
+
+def propose_bulk_update(view: EnvView, rng: random.Random) -> Iterator[Draft]:
+    """Conditional bulk update: move every row matching a condition (and allowed to move) to a new status."""
+    combos = []
+    for e, tool in view.listable():
+        rows = view.rows(e)
+        for t, fld, to_value, from_values in _transitions(view, e):
+            movable = [r for r in rows if r.get(fld) != to_value and (from_values is None or r.get(fld) in from_values)]
+            for cond in conditions(e, rows, rng, exclude=(fld,)):
+                hits = [r for r in movable if cond.test(r)]
+                if 2 <= len(hits) <= MAX_WRITES:
+                    combos.append((e, tool, t, fld, to_value, from_values, cond))
+    for e, tool, t, fld, to_value, from_values, cond in limited(combos, rng):
+        things, one, label = words(e.table), words(e.name), words(fld)
+        if from_values is None:
+            allowed = f"row.get({fld!r}) != {to_value!r}"
+            scope = f'that is not already "{to_value}"'
+        else:
+            allowed = f"row.get({fld!r}) in {tuple(from_values)!r}"
+            scope = "whose " + label + " is " + " or ".join(f'"{v}"' for v in from_values)
+        question = rng.choice(
+            [
+                f'Set the {label} of every {one} {cond.phrase()} and {scope} to "{to_value}". How many did you change?',
+                f'Go through all {things} {cond.phrase()}: each one {scope} must become "{to_value}". '
+                "Report how many you updated.",
+            ]
+        )
+        extra = {} if t.operation and t.operation.kind == "action" else {fld: to_value}
+        args = ", ".join([f"{e.name}_id=row[{e.primary_key!r}]", *(f"{k}={v!r}" for k, v in extra.items())])
+        body = (
+            "changed = 0\n"
+            f"for row in _all(tools.{tool.name}, {page_size(tool)}):\n"
+            f"    if ({cond.code()}) and {allowed}:\n"
+            f"        _ok(tools.{t.name}({args}))\n"
+            "        changed += 1\n"
+            "return changed"
+        )
+        yield Draft(
+            family="bulk_update",
+            question=question,
+            program=program(body),
+            capabilities=["loops", "mutation"],
+            difficulty=Difficulty(chain_length=2, constraints=[f"{cond.field} {cond.op}", f"{fld} -> {to_value}"]),
+            mutates=True,
+        )
