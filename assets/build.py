@@ -1,15 +1,21 @@
 """Build: per category, from topics to gated environments and their tool graphs.
 
-Each asset is one stage of the offline (or LLM) environment generator; each runs per taxonomy
-category and reuses the environments whose inputs did not change.
+Each asset is one stage of the offline environment generator; each runs per taxonomy category and
+reuses the environments whose inputs and stage code did not change.
 """
 
 import dagster as dg
 
 from assets.discovery import taxonomy, topics
 from assets.partitions import category_partitions
-from assets.results import progress_logger, stage_result
-from factory import building
+from assets.results import gate_result, progress_logger, stage_result
+from factory.models import StateBackend
+from factory.pipeline.build.databases import build_databases
+from factory.pipeline.build.mined_datasets import mine_datasets
+from factory.pipeline.build.tool_code import write_tool_code
+from factory.pipeline.build.tool_graphs import build_tool_graphs
+from factory.pipeline.build.tool_tests import gate_check, gate_tool_tests
+from factory.pipeline.registry import DATABASES, MINED_DATASETS, TOOL_CODE, TOOL_GRAPHS, TOOL_TESTS
 from resources import SandboxResource, StoreResource
 
 BUILD = {"group_name": "build", "partitions_def": category_partitions}
@@ -19,40 +25,40 @@ class DatasetConfig(dg.Config):
     """Seed for the procedural data generator and the state backend of new environments."""
 
     seed: int = 0
-    backend: str = "sqlite"
+    backend: StateBackend = "sqlite"
 
 
-@dg.asset(deps=[topics, taxonomy], code_version=building.DATASETS_CODE_VERSION, kinds={"json"}, **BUILD)
+@dg.asset(deps=[topics, taxonomy], code_version=MINED_DATASETS.code_version, kinds={"json"}, **BUILD)
 def mined_datasets(
     context: dg.AssetExecutionContext, config: DatasetConfig, store: StoreResource
 ) -> dg.MaterializeResult:
     """Mined datasets: for each topic of the category, its entities (inferred from the tool schemas or
     taken from OpenAPI) and seeded rows consistent across foreign keys."""
-    run = building.mine_datasets(
+    run = mine_datasets(
         store.get(), context.partition_key, seed=config.seed, backend=config.backend, progress=progress_logger(context)
     )
-    return stage_result(run, ["entities", "rows", "tools_mapped", "tools_unmapped"])
+    return stage_result(MINED_DATASETS, run, ["entities", "rows", "tools_mapped", "tools_unmapped"])
 
 
-@dg.asset(deps=[mined_datasets], code_version=building.DATABASES_CODE_VERSION, kinds={"sqlite"}, **BUILD)
+@dg.asset(deps=[mined_datasets], code_version=DATABASES.code_version, kinds={"sqlite"}, **BUILD)
 def databases(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """Databases: the schema (keys, foreign keys, CHECKs) and seed state of each environment."""
-    run = building.build_databases(store.get(), context.partition_key, progress=progress_logger(context))
-    return stage_result(run, ["tables", "rows", "bytes"])
+    run = build_databases(store.get(), context.partition_key, progress=progress_logger(context))
+    return stage_result(DATABASES, run, ["tables", "rows", "bytes"])
 
 
-@dg.asset(deps=[mined_datasets], code_version=building.TOOL_CODE_CODE_VERSION, kinds={"python"}, **BUILD)
+@dg.asset(deps=[mined_datasets], code_version=TOOL_CODE.code_version, kinds={"python"}, **BUILD)
 def tool_code(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """Tool code: `tools.py` per environment, one function per tool the source offers."""
-    run = building.write_tool_code(store.get(), context.partition_key, progress=progress_logger(context))
-    return stage_result(run, ["tools", "lines"])
+    run = write_tool_code(store.get(), context.partition_key, progress=progress_logger(context))
+    return stage_result(TOOL_CODE, run, ["tools", "lines"])
 
 
 @dg.asset(
     deps=[databases, tool_code],
-    code_version=building.TOOL_TESTS_CODE_VERSION,
+    code_version=TOOL_TESTS.code_version,
     kinds={"python"},
-    check_specs=[dg.AssetCheckSpec("tool_test_gate", asset="tool_tests", blocking=True)],
+    check_specs=[dg.AssetCheckSpec("tool_test_gate", asset=TOOL_TESTS.name, blocking=True)],
     **BUILD,
 )
 def tool_tests(
@@ -61,18 +67,14 @@ def tool_tests(
     """Tool tests and the gate: generated cases run in the sandbox; a tool is kept above 0.5 accuracy,
     an environment when its code compiles and at least one tested tool is kept. The kept
     environments are the bundles every later stage uses."""
-    with sandbox.pool():
-        run = building.gate_tool_tests(store.get(), context.partition_key, progress=progress_logger(context))
-    gate = building.gate_check(run.manifest)
-    check = dg.AssetCheckResult(
-        check_name="tool_test_gate", passed=gate.passed, metadata={"detail": dg.MetadataValue.md(gate.detail)}
-    )
-    return stage_result(run, ["tools", "tools_kept", "tests", "tests_passed"], [check])
+    run = gate_tool_tests(store.get(), context.partition_key, pool=sandbox.get(), progress=progress_logger(context))
+    check = gate_result("tool_test_gate", gate_check(run.manifest))
+    return stage_result(TOOL_TESTS, run, ["tools", "tools_kept", "tests", "tests_passed"], [check])
 
 
-@dg.asset(deps=[tool_tests], code_version=building.TOOL_GRAPHS_CODE_VERSION, kinds={"networkx"}, **BUILD)
+@dg.asset(deps=[tool_tests], code_version=TOOL_GRAPHS.code_version, kinds={"networkx"}, **BUILD)
 def tool_graphs(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     """Tool graphs: which tool feeds which (strong 3 / weak 2 / independent 1), the map that
     graph-walk tasks follow."""
-    run = building.build_tool_graphs(store.get(), context.partition_key, progress=progress_logger(context))
-    return stage_result(run, ["tools", "strong_edges", "weak_edges"])
+    run = build_tool_graphs(store.get(), context.partition_key, progress=progress_logger(context))
+    return stage_result(TOOL_GRAPHS, run, ["tools", "strong_edges", "weak_edges"])

@@ -5,10 +5,11 @@ from __future__ import annotations
 import dagster as dg
 
 from assets import build, discovery, tasks
+from assets.jobs import jobs
 from resources import default_resources
 
 all_assets = dg.load_assets_from_modules([discovery, build, tasks])
 
 # Steps run in the run's own process: a category's stages are sequential anyway, and a process per
 # step would spend more time importing than working on a 2-core machine.
-defs = dg.Definitions(assets=all_assets, resources=default_resources(), executor=dg.in_process_executor)
+defs = dg.Definitions(assets=all_assets, jobs=jobs, resources=default_resources(), executor=dg.in_process_executor)

@@ -1,22 +1,23 @@
 """Tasks: graph-walk and program tasks per environment, and the verifier audit that gates them."""
 
-import os
-
 import dagster as dg
 
 from assets.build import tool_graphs, tool_tests
 from assets.partitions import category_partitions
-from assets.results import progress_logger, stage_result
-from factory.tasks import stages
+from assets.results import gate_result, progress_logger, stage_result
+from factory.pipeline.registry import TASKS, VERIFIERS
+from factory.pipeline.tasks.tasks import synthesize_category_tasks
+from factory.pipeline.tasks.verifiers import audit_category_tasks, audit_check
 from resources import SandboxResource, StoreResource
 
-TASKS = {"group_name": "tasks", "partitions_def": category_partitions}
+TASKS_GROUP = {"group_name": "tasks", "partitions_def": category_partitions}
 
 
 class TaskConfig(dg.Config):
-    """How many tasks to generate per environment (before filtering), and the seed of walks and programs."""
+    """Tasks generated per environment before filtering (empty: FACTORY_TASKS_PER_ENV, else 20), and the
+    seed of walks and programs."""
 
-    n: int = int(os.environ.get("FACTORY_TASKS_PER_ENV", "20"))
+    n: int | None = None
     seed: int = 0
 
 
@@ -27,41 +28,42 @@ class SplitConfig(dg.Config):
     seed: int = 0
 
 
-@dg.asset(deps=[tool_tests, tool_graphs], code_version=stages.TASKS_CODE_VERSION, kinds={"parquet"}, **TASKS)
+@dg.asset(deps=[tool_tests, tool_graphs], code_version=TASKS.code_version, kinds={"parquet"}, **TASKS_GROUP)
 def tasks(
     context: dg.AssetExecutionContext, config: TaskConfig, store: StoreResource, sandbox: SandboxResource
 ) -> dg.MaterializeResult:
     """Tasks: weighted walks over each tool graph, executed on the database, and programs with loops and
     aggregations; only tasks that execute, change what they claim and replay consistently survive."""
-    with sandbox.pool():
-        run = stages.synthesize_category_tasks(
-            store.get(), context.partition_key, n=config.n, seed=config.seed, progress=progress_logger(context)
-        )
-    return stage_result(run, ["generated", "candidates", "graph", "program", "filter_drops"])
+    run = synthesize_category_tasks(
+        store.get(),
+        context.partition_key,
+        pool=sandbox.get(),
+        n=config.n,
+        seed=config.seed,
+        progress=progress_logger(context),
+    )
+    return stage_result(TASKS, run, ["generated", "candidates", "graph", "program", "filter_drops"])
 
 
 @dg.asset(
     deps=[tasks],
-    code_version=stages.VERIFIERS_CODE_VERSION,
+    code_version=VERIFIERS.code_version,
     kinds={"parquet"},
-    check_specs=[dg.AssetCheckSpec("verifier_audit", asset="verifiers", blocking=True)],
-    **TASKS,
+    check_specs=[dg.AssetCheckSpec("verifier_audit", asset=VERIFIERS.name, blocking=True)],
+    **TASKS_GROUP,
 )
 def verifiers(
     context: dg.AssetExecutionContext, config: SplitConfig, store: StoreResource, sandbox: SandboxResource
 ) -> dg.MaterializeResult:
     """Verifiers: every candidate's verifier must pass the gold, fail a no-op, an answer-only run and
     mutated end states, and give the same verdict on replay. Kept tasks get their split (train or arena)."""
-    with sandbox.pool():
-        run = stages.audit_category_tasks(
-            store.get(),
-            context.partition_key,
-            seed=config.seed,
-            arena_per_category=config.arena_per_category,
-            progress=progress_logger(context),
-        )
-    gate = stages.audit_check(store.get(), run.manifest)
-    check = dg.AssetCheckResult(
-        check_name="verifier_audit", passed=gate.passed, metadata={"detail": dg.MetadataValue.md(gate.detail)}
+    run = audit_category_tasks(
+        store.get(),
+        context.partition_key,
+        pool=sandbox.get(),
+        seed=config.seed,
+        arena_per_category=config.arena_per_category,
+        progress=progress_logger(context),
     )
-    return stage_result(run, ["candidates", "tasks", "audit_drops", "mutation_tasks"], [check])
+    check = gate_result("verifier_audit", audit_check(store.get(), run.manifest))
+    return stage_result(VERIFIERS, run, ["candidates", "tasks", "audit_drops", "mutation_tasks"], [check])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -23,7 +23,7 @@ app.command("tasks")(tasks_cmd)
 app.command("verify")(verify_cmd)
 
 
-def _fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = 1) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 
@@ -38,9 +38,9 @@ def _parse_args_json(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        _fail(f"--args is not valid JSON: {e}", 2)
+        fail(f"--args is not valid JSON: {e}", 2)
     if not isinstance(value, dict):
-        _fail("--args must be a JSON object of argument names to values", 2)
+        fail("--args must be a JSON object of argument names to values", 2)
     return value
 
 
@@ -80,11 +80,11 @@ def build_env_cmd(
     from factory.topics import SourceError
 
     if backend not in ("sqlite", "files"):
-        _fail(f"--backend must be sqlite or files, not {backend!r}", 2)
+        fail(f"--backend must be sqlite or files, not {backend!r}", 2)
     try:
         report = build_env(source, out, seed=seed, backend=backend)
     except SourceError as e:
-        _fail(str(e), 2)
+        fail(str(e), 2)
     _report_gate(out, report)
 
 
@@ -95,7 +95,7 @@ def _report_gate(out: Path, report: Any) -> None:
     if report.kept:
         typer.echo(f"kept: {len(report.kept_tools)} tools -> {out}")
         return
-    _fail("gate rejected the environment: " + "; ".join(report.reasons))
+    fail("gate rejected the environment: " + "; ".join(report.reasons))
 
 
 @app.command("complexify")
@@ -126,7 +126,7 @@ def call_cmd(
         with Environment.open(bundle) as env, env.session() as session:
             result = session.call(tool, arguments)
     except (BundleError, EnvironmentLoadError) as e:
-        _fail(str(e), 2)
+        fail(str(e), 2)
     if result.ok:
         _print_json(result.value)
         return
@@ -147,7 +147,7 @@ def serve_cmd(
     try:
         serve(bundle, http=http)
     except (BundleError, EnvironmentLoadError) as e:
-        _fail(str(e), 2)
+        fail(str(e), 2)
 
 
 @import_app.command("agent-world")
@@ -161,7 +161,7 @@ def import_agent_world_cmd(
     try:
         report = import_agent_world(env_dir, out)
     except AgentWorldImportError as e:
-        _fail(str(e), 2)
+        fail(str(e), 2)
     _report_gate(out, report)
 
 
@@ -171,29 +171,6 @@ def sandbox_cmd() -> None:
     from factory.sandbox import capabilities
 
     _print_json(capabilities())
-
-
-@app.command("run")
-def run_cmd(
-    category: Annotated[
-        list[str] | None, typer.Option(help="Only these categories (repeatable); default: all of the taxonomy.")
-    ] = None,
-) -> None:
-    """Materialize the whole asset graph offline (discovery, then every category) into FACTORY_HOME."""
-    from factory.runner import run_factory
-    from factory.store import Store
-
-    store = Store()
-    try:
-        summary = run_factory(store, categories=category or [], echo=typer.echo)
-    except KeyError as e:
-        _fail(str(e.args[0]), 2)
-    typer.echo(f"\nfinished in {summary.seconds:.0f} s: {len(summary.categories)} categories")
-    typer.echo(f"results:   {store.artifacts}")
-    typer.echo(f"dagster:   DAGSTER_HOME={store.dagster_home}")
-    typer.echo("open the UI: make ui   (then http://127.0.0.1:3000)")
-    if not summary.ok:
-        _fail("failed: " + ", ".join(f"{k} ({v})" for k, v in summary.failed.items()))
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Typed artifacts shared by every stage (DESIGN.md, "The central contracts").
+"""Typed artifacts shared by every stage (README, "Layout").
 
 Every model here is what crosses a boundary: a file in FACTORY_HOME, a CLI output, a message
 between the orchestrator and a sandbox worker. Keep them plain data: no behaviour beyond
@@ -176,6 +176,14 @@ class Taxonomy(Model):
 
     def categories(self) -> list[str]:
         return [r.slug for r in self.roots]
+
+
+class TopicsArtifact(Model):
+    """topics.json: the discovered topics and the source files they were read from."""
+
+    topics: list[Topic]
+    sources: list[str] = Field(default_factory=list)
+    lineage: Lineage
 
 
 # --- environments --------------------------------------------------------------------------

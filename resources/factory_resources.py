@@ -1,21 +1,22 @@
-"""The resources, one small class each; all logic lives in factory/."""
+"""The resources, one small class each; all logic lives in factory/. Each hands its object to the
+stage functions, which take it as an argument (nothing is swapped in as a process global)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
-from factory.llm import LLMGateway, configured_model
-from factory.sandbox import Limits, SandboxPool, configure_default_pool
+from factory.sandbox import Limits, SandboxPool, open_pool
 from factory.store import Store
+
+CALL_TIMEOUT_VARIABLE = "FACTORY_SANDBOX_CALL_TIMEOUT_S"
+DEFAULT_CALL_TIMEOUT_S = 5.0
 
 
 class StoreResource(dg.ConfigurableResource):
-    """Where artifacts live. Empty `home` means FACTORY_HOME (default `.factory/`)."""
+    """Where artifacts live. Empty `home` means FACTORY_HOME (default `.factory/`), read when the run starts."""
 
     home: str = Field(default="", description="FACTORY_HOME override; empty uses the environment.")
 
@@ -23,33 +24,41 @@ class StoreResource(dg.ConfigurableResource):
         return Store(self.home or None)
 
 
-class LLMResource(dg.ConfigurableResource):
-    """The LLM gateway. `offline` (the default) uses the procedural generators and never calls a model."""
-
-    model: str = Field(default_factory=configured_model, description="litellm model name, or 'offline'.")
-
-    def get(self, store: Store) -> LLMGateway:
-        return LLMGateway(self.model, store)
-
-
 class SandboxResource(dg.ConfigurableResource):
-    """Limits for generated code (tools, tests, programs, verifiers) run in sandbox workers."""
+    """Limits for generated code (tools, tests, programs, verifiers), run in sandbox workers.
+
+    One pool serves every step of a run; its workers start when a step first needs them and stop when
+    the run ends.
+    """
 
     workers: int = Field(default=0, description="Worker processes; 0 means one per CPU.")
-    call_timeout_s: float = Field(
-        default_factory=lambda: float(os.environ.get("FACTORY_SANDBOX_CALL_TIMEOUT_S", "5")),
-        description="Wall-clock limit of one tool call.",
+    call_timeout_s: float | None = Field(
+        default=None,
+        description=f"Wall-clock limit of one tool call in seconds; empty means {CALL_TIMEOUT_VARIABLE} or "
+        f"{DEFAULT_CALL_TIMEOUT_S:g}.",
     )
+    _pool: SandboxPool | None = PrivateAttr(default=None)
 
-    @contextlib.contextmanager
-    def pool(self) -> Iterator[SandboxPool]:
-        """A sandbox pool with these settings as the process-wide default for the duration of a step."""
-        pool = configure_default_pool(self.workers or None, Limits(timeout_s=self.call_timeout_s))
+    def limits(self) -> Limits:
+        if self.call_timeout_s is not None:
+            return Limits(timeout_s=self.call_timeout_s)
+        raw = os.environ.get(CALL_TIMEOUT_VARIABLE, "").strip()
         try:
-            yield pool
-        finally:
-            pool.close()
+            return Limits(timeout_s=float(raw) if raw else DEFAULT_CALL_TIMEOUT_S)
+        except ValueError:
+            raise ValueError(f"{CALL_TIMEOUT_VARIABLE} must be a number of seconds, not {raw!r}") from None
+
+    def get(self) -> SandboxPool:
+        """The run's pool, opened on first use."""
+        if self._pool is None or self._pool.closed:
+            self._pool = open_pool(self.workers or None, self.limits())
+        return self._pool
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:
-    return {"store": StoreResource(), "llm": LLMResource(), "sandbox": SandboxResource()}
+    return {"store": StoreResource(), "sandbox": SandboxResource()}

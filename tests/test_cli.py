@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from factory.cli import app
-from factory.envs.build import build_env
+from assets.cli import app
 
 runner = CliRunner()
 VERBS = [
@@ -32,11 +31,9 @@ def test_every_verb_has_help(verb: list[str]):
     assert "Usage" in result.output
 
 
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("cli") / "shop"
-    assert build_env("online-shop", out).kept
-    return out
+@pytest.fixture
+def shop(shop_bundle: Path) -> Path:
+    return shop_bundle
 
 
 def test_call_prints_the_result_as_json(shop: Path):

@@ -10,78 +10,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factory.envs.bundle import ENV_JSON, REPORT_JSON, TESTS_JSON, TOOLS_PY
-from factory.envs.codegen import TIMESTAMP_FIELDS, generate_tools
-from factory.envs.gate import run_gate
-from factory.envs.testgen import generate_tests
-from factory.models import EntitySpec, EnvSpec, GateReport, Lineage, StateBackend, TaxonomyPath, Topic
-from factory.store import atomic_dir, hash_value, write_json_atomic, write_text_atomic
-
-CODE_VERSION = "1"
-
-
-def bookkeeping_columns(entities: list[EntitySpec]) -> list[str]:
-    """ "table.column" of the timestamp-like columns the tools maintain; verifiers ignore them."""
-    return [f"{e.table}.{f.name}" for e in entities for f in e.fields if f.name in TIMESTAMP_FIELDS]
+from factory.envs.bundle import TOOLS_PY
+from factory.envs.codegen import generate_tools
+from factory.envs.gate import gate_environment
+from factory.envs.state import write_state
+from factory.mining.datasets import Rows, draft_environment
+from factory.models import EnvSpec, GateReport, Lineage, StateBackend, TaxonomyPath, Topic
+from factory.store import atomic_dir, write_text_atomic
 
 
-def draft_environment(
-    topic: Topic,
-    *,
-    seed: int = 0,
-    backend: StateBackend = "sqlite",
-    taxonomy: TaxonomyPath | None = None,
-    lineage: Lineage | None = None,
-    scale: float = 1.0,
-) -> tuple[EnvSpec, dict[str, list[dict]]]:
-    """The mined dataset of a topic: its env.json before the gate (every tool) and its seeded rows."""
-    from factory.envs.entities import infer_entities
-    from factory.mining.procedural import generate_rows
-
-    entities, tools = infer_entities(topic)
-    spec = EnvSpec(
-        id=topic.id,
-        title=topic.title,
-        topic_id=topic.id,
-        taxonomy=taxonomy or topic.taxonomy_hint,
-        description=topic.description,
-        backend=backend,
-        tools=tools,
-        entities=entities,
-        seed=seed,
-        scale=scale,
-        bookkeeping=bookkeeping_columns(entities),
-        lineage=lineage or Lineage(stage="build_env", code_version=CODE_VERSION, inputs={"topic": hash_value(topic)}),
-    )
-    return spec, generate_rows(entities, seed, scale)
-
-
-def write_state(spec: EnvSpec, rows: dict[str, list[dict]], out: Path) -> None:
-    """The database of the environment: schema.sql + seed.sqlite, or state/ collections."""
-    from factory.envs.state import write_files_state, write_sqlite_state
-
-    if spec.backend == "sqlite":
-        write_sqlite_state(spec.entities, rows, out)
-    else:
-        write_files_state(spec.entities, rows, out)
-
-
-def tool_code(spec: EnvSpec) -> str:
-    """tools.py of the environment."""
-    return generate_tools(spec)
-
-
-def gate_environment(spec: EnvSpec, rows: dict[str, list[dict]], out: Path) -> GateReport:
-    """Generate the tool tests into a bundle that has its state and tools.py, run the gate, and write
-    env.json (kept tools only), tests.json and report.json."""
-    cases = generate_tests(spec, rows, spec.seed)
-    write_json_atomic(out / ENV_JSON, spec)
-    report = run_gate(out, cases)
-    kept = set(report.kept_tools)
-    write_json_atomic(out / ENV_JSON, spec.model_copy(update={"tools": [t for t in spec.tools if t.name in kept]}))
-    write_json_atomic(out / TESTS_JSON, [c.model_dump(mode="json") for c in cases if c.tool in kept])
-    write_json_atomic(out / REPORT_JSON, report)
-    return report
+def assemble_bundle(spec: EnvSpec, rows: Rows, out: Path) -> GateReport:
+    """Write the state, tools.py and gate of a drafted environment into `out`, swapped in whole."""
+    with atomic_dir(Path(out)) as tmp:
+        write_state(spec, rows, tmp)
+        write_text_atomic(tmp / TOOLS_PY, generate_tools(spec))
+        return gate_environment(spec, rows, tmp)
 
 
 def build_bundle(
@@ -95,10 +38,7 @@ def build_bundle(
 ) -> GateReport:
     """Build and gate the environment of `topic` into the directory `out`; returns the gate's report."""
     spec, rows = draft_environment(topic, seed=seed, backend=backend, taxonomy=taxonomy, lineage=lineage)
-    with atomic_dir(Path(out)) as tmp:
-        write_state(spec, rows, tmp)
-        write_text_atomic(tmp / TOOLS_PY, tool_code(spec))
-        return gate_environment(spec, rows, tmp)
+    return assemble_bundle(spec, rows, out)
 
 
 def resolve_topic(source: str) -> Topic:

@@ -1,6 +1,6 @@
 """The environment bundle: a directory that every later stage consumes.
 
-Layout (DESIGN.md): `env.json`, `tools.py`, `tests.json`, `report.json`, and the state:
+Layout (README, "Environment bundles"): `env.json`, `tools.py`, `tests.json`, `report.json`, and the state:
 `schema.sql` + `seed.sqlite` (sqlite backend) or `state/` with one JSON or CSV file per
 collection (files backend).
 """

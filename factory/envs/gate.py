@@ -12,9 +12,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from factory.envs.bundle import Bundle
+from factory.envs.bundle import ENV_JSON, REPORT_JSON, TESTS_JSON, Bundle
 from factory.envs.codegen import unsupported_tools
-from factory.models import GateReport, TestCase, ToolReport, ToolResult
+from factory.envs.testgen import generate_tests
+from factory.models import EnvSpec, GateReport, TestCase, ToolReport, ToolResult
+from factory.sandbox import SandboxPool
+from factory.store import write_json_atomic
 
 MAX_FAILURES_LISTED = 5
 
@@ -83,14 +86,16 @@ def _tool_reports(cases: list[TestCase], results: list[ToolResult], threshold: f
     return reports
 
 
-def run_gate(bundle_dir: Path, cases: list[TestCase], threshold: float = 0.5) -> GateReport:
+def run_gate(
+    bundle_dir: Path, cases: list[TestCase], threshold: float = 0.5, pool: SandboxPool | None = None
+) -> GateReport:
     """Gate the bundle at `bundle_dir` with `cases`, each run in a fresh session through the runtime."""
     from factory.envs.runtime import Environment, EnvironmentLoadError
 
     spec = Bundle.open(bundle_dir).spec
     no_code = unsupported_tools(spec)
     try:
-        env = Environment.open(bundle_dir)
+        env = Environment.open(bundle_dir, pool=pool)
     except EnvironmentLoadError as e:
         return GateReport(
             compiled=False,
@@ -131,3 +136,18 @@ def run_gate(bundle_dir: Path, cases: list[TestCase], threshold: float = 0.5) ->
         reasons=reasons,
         threshold=threshold,
     )
+
+
+def gate_environment(
+    spec: EnvSpec, rows: dict[str, list[dict]], out: Path, pool: SandboxPool | None = None
+) -> GateReport:
+    """Generate the tool tests into a bundle that has its state and tools.py, run the gate, and write
+    env.json (kept tools only), tests.json and report.json."""
+    cases = generate_tests(spec, rows, spec.seed)
+    write_json_atomic(out / ENV_JSON, spec)
+    report = run_gate(out, cases, pool=pool)
+    kept = set(report.kept_tools)
+    write_json_atomic(out / ENV_JSON, spec.model_copy(update={"tools": [t for t in spec.tools if t.name in kept]}))
+    write_json_atomic(out / TESTS_JSON, [c.model_dump(mode="json") for c in cases if c.tool in kept])
+    write_json_atomic(out / REPORT_JSON, report)
+    return report

@@ -15,7 +15,7 @@ from typing import Any
 
 from factory.envs.bundle import SCHEMA_SQL, SEED_SQLITE, STATE_DIR
 from factory.envs.schema import schema_sql, table_order
-from factory.models import EntitySpec
+from factory.models import EntitySpec, EnvSpec
 from factory.store import write_bytes_atomic, write_text_atomic
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -115,3 +115,9 @@ def read_sqlite_state(data: bytes, entities: list[EntitySpec] | None = None) -> 
         return out
     finally:
         conn.close()
+
+
+def write_state(spec: EnvSpec, rows: Rows, out_dir: Path) -> dict[str, str]:
+    """The environment's database in its backend: schema.sql + seed.sqlite, or state/ collections."""
+    write = write_sqlite_state if spec.backend == "sqlite" else write_files_state
+    return write(spec.entities, rows, out_dir)

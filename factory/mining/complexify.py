@@ -12,13 +12,14 @@ import random
 from pathlib import Path
 from typing import Literal
 
-from factory.envs import build
-from factory.envs.bundle import TOOLS_PY, Bundle
-from factory.envs.entities import pluralize
+from factory import naming
+from factory.envs.build import assemble_bundle
+from factory.envs.bundle import Bundle
+from factory.mining.datasets import draft_environment
 from factory.models import EntitySpec, EnvSpec, FieldSpec, GateReport, Lineage, Rule, ToolOperation, ToolSpec, Topic
-from factory.store import atomic_dir, hash_value, write_text_atomic
+from factory.pipeline.code_versions import cached_code_version
+from factory.store import hash_value
 
-CODE_VERSION = "1"
 Move = Literal["rows", "entity", "constraint"]
 MOVES: tuple[Move, ...] = ("rows", "entity", "constraint")
 
@@ -44,7 +45,7 @@ def complexify(bundle_path: Path, *, seed: int = 0, out: Path | None = None) -> 
     target = Path(out) if out else bundle.path.with_name(f"{bundle.path.name.split('-v')[0]}-v{spec.version + 1}")
     lineage = Lineage(
         stage="complexify",
-        code_version=CODE_VERSION,
+        code_version=cached_code_version(__name__),
         inputs={"bundle": bundle.content_hash, "seed": hash_value(seed)},
     )
     topic = Topic(
@@ -54,7 +55,7 @@ def complexify(bundle_path: Path, *, seed: int = 0, out: Path | None = None) -> 
         tools=new_spec.tools,
         entities=new_spec.entities,
     )
-    draft, rows = build.draft_environment(
+    draft, rows = draft_environment(
         topic, seed=spec.seed, backend=spec.backend, taxonomy=spec.taxonomy, lineage=lineage, scale=new_spec.scale
     )
     draft = draft.model_copy(
@@ -65,11 +66,7 @@ def complexify(bundle_path: Path, *, seed: int = 0, out: Path | None = None) -> 
             "description": f"{spec.description} ({description})",
         }
     )
-    with atomic_dir(target) as tmp:
-        build.write_state(draft, rows, tmp)
-        write_text_atomic(tmp / TOOLS_PY, build.tool_code(draft))
-        report = build.gate_environment(draft, rows, tmp)
-    return target, report
+    return target, assemble_bundle(draft, rows, target)
 
 
 def _apply(move: Move, spec: EnvSpec, rng: random.Random) -> tuple[EnvSpec, str] | None:
@@ -92,7 +89,7 @@ def _add_related_entity(spec: EnvSpec, rng: random.Random) -> tuple[EnvSpec, str
     key = f"{parent.name}_id"
     entity = EntitySpec(
         name=child,
-        table=pluralize(child),
+        table=naming.plural(child),
         primary_key="id",
         id_prefix="note_",
         description=f"Notes attached to a {parent.name.replace('_', ' ')}.",
@@ -104,7 +101,7 @@ def _add_related_entity(spec: EnvSpec, rng: random.Random) -> tuple[EnvSpec, str
         ],
     )
     label = child.replace("_", " ")
-    plural = pluralize(child)
+    plural = naming.plural(child)
     id_param = {f"{child}_id": {"type": "string", "description": f"The {label}'s id."}}
     fields = {
         key: {"type": "string", "description": f"The {parent.name.replace('_', ' ')} the note is about."},

@@ -12,9 +12,9 @@ from factory.sandbox.pool import (
     LocalRunner,
     SandboxPool,
     Slot,
-    configure_default_pool,
     default_pool,
     not_enforced,
+    open_pool,
     run_function,
 )
 from factory.sandbox.schema import compile_schema
@@ -67,7 +67,7 @@ __all__ = [
     "WorkerTimeout",
     "capabilities",
     "compile_schema",
-    "configure_default_pool",
     "default_pool",
+    "open_pool",
     "run_function",
 ]

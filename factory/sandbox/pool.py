@@ -263,33 +263,24 @@ def not_enforced(report: dict[str, Any]) -> list[str]:
     return [text for key, text in what.items() if not report.get(key)]
 
 
+def open_pool(size: int | None = None, limits: Limits | None = None) -> SandboxPool:
+    """A new pool of this size and these limits; a Docker runner when an engine answers. Close it after."""
+    from factory.sandbox.docker_runner import DockerRunner
+
+    return SandboxPool(size=size, limits=limits, runner=DockerRunner.detect())
+
+
 _default: SandboxPool | None = None
 _default_lock = threading.Lock()
 
 
 def default_pool() -> SandboxPool:
-    """The process-wide pool, started on first use (a Docker runner when an engine answers)."""
+    """The process-wide pool of one-shot commands (the CLI), started on first use and closed at exit."""
     global _default
     with _default_lock:
         if _default is None or _default.closed:
-            from factory.sandbox.docker_runner import DockerRunner
-
-            runner = DockerRunner.detect()
-            _default = SandboxPool(runner=runner)
+            _default = open_pool()
             atexit.register(_default.close)
-        return _default
-
-
-def configure_default_pool(size: int | None = None, limits: Limits | None = None) -> SandboxPool:
-    """Replace the process-wide pool with one of this size and these limits (the Dagster sandbox resource)."""
-    global _default
-    from factory.sandbox.docker_runner import DockerRunner
-
-    with _default_lock:
-        if _default is not None and not _default.closed:
-            _default.close()
-        _default = SandboxPool(size=size, limits=limits, runner=DockerRunner.detect())
-        atexit.register(_default.close)
         return _default
 
 

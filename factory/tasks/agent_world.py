@@ -1,4 +1,4 @@
-"""Import the tasks of Agent-World release environments (FACTS.md, "The Agent-World release format").
+"""Import the tasks of Agent-World release environments (the format of its `environment_mix/` and question files).
 
 `environment_mix/questions/<id>.json` holds one question or a list of them: `task`, `reference_answer`,
 `grading_rubric {success_criteria[], verified_tool_chain[{tool, args}]}`. Each becomes a graph task whose
@@ -8,7 +8,7 @@ gold is the verified chain and whose rubric is built offline from what can be ch
 - answer checks for the values of the reference answer that the chain actually produced (ids, names,
   numbers, dates), preferring those a success criterion names, whose text becomes the check's description.
 Free-text criteria that name no value are left to an LLM judge (a later stage). About half of the release
-cannot reproduce its chains (FACTS.md), so the tasks go through the same filter and audit as our own.
+cannot reproduce its chains, so the tasks go through the same filter and audit as our own.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from factory.envs.bundle import Bundle
 from factory.envs.importers import function_name
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
+from factory.pipeline.code_versions import cached_code_version
 from factory.tasks.filter import Solver
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
@@ -30,7 +31,6 @@ from factory.verify.audit import primary_keys
 from factory.verify.scoring import SessionFactory, environment_session_factory, replay_calls
 from factory.verify.state import ColumnFilter, StateDiff, state_diff
 
-CODE_VERSION = "agent-world-tasks-1"
 MAX_ANSWER_CHECKS = 4
 
 
@@ -139,7 +139,9 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
         difficulty=Difficulty(chain_length=len(chain)),
         capabilities=["agent-world"],
         mutates=any(c.tool in mutating for c in chain),
-        lineage=Lineage(stage="tasks", code_version=CODE_VERSION, inputs={"questions": origin}, generator="import"),
+        lineage=Lineage(
+            stage="tasks", code_version=cached_code_version(__name__), inputs={"questions": origin}, generator="import"
+        ),
     )
 
 

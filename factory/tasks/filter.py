@@ -3,13 +3,13 @@
 Checks, each with a reason code that `synthesize_tasks` counts:
 - `gold_fails`: the gold executes without an error (a chain call that fails, a program that raises);
 - `ungrounded_write`: every value a gold write uses appears in the question, in an earlier call's output
-  or in the parameter's schema default (τ²-bench's gold writes used ids no read returned, FACTS.md);
+  or in the parameter's schema default (τ²-bench's gold writes used ids no read returned);
   a program may compute numbers, so only its text values are held to this;
 - `no_state_change` / `unexpected_write`: a mutation task's gold changes the state, a read-only one's does not;
 - `already_satisfied`: the verifier fails on a no-op (AWM shipped initial states that passed already);
 - `unstable`: validation runs — `runs` attempts by a `Solver` in fresh sessions, of which at least
   `min_successes` pass and reach the same end state. Offline the solver re-executes the gold, which catches
-  clock- and uuid-derived chains (half of the Agent-World release, FACTS.md); an LLM ReAct solver plugs in
+  clock- and uuid-derived chains (half of the Agent-World release); an LLM ReAct solver plugs in
   through the same protocol.
 """
 

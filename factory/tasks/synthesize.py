@@ -18,13 +18,14 @@ from pydantic import Field
 
 from factory.envs.bundle import Bundle
 from factory.models import Lineage, Model, Task
+from factory.pipeline.registry import TASKS
+from factory.sandbox import SandboxPool
 from factory.store import hash_value
 from factory.tasks.filter import MIN_SUCCESSES, VALIDATION_RUNS, Solver, filter_task
 from factory.verify.audit import audit_task
 from factory.verify.code import Runner
 from factory.verify.scoring import SessionFactory, VerdictCache, environment_session_factory, rubric_reward_setting
 
-CODE_VERSION = "1"
 TaskKindChoice = Literal["graph", "program", "both"]
 Generate = Callable[[Bundle, SessionFactory, random.Random, int], list[Task]]
 
@@ -83,7 +84,7 @@ def curate_tasks(
     dropped: list[DroppedTask] = []
     seen: set[str] = set()
     for raw in tasks:
-        lineage = raw.lineage or Lineage(stage="tasks", code_version=CODE_VERSION, inputs={"bundle": env_hash})
+        lineage = raw.lineage or Lineage(stage="tasks", code_version=TASKS.code_version, inputs={"bundle": env_hash})
         task = raw.model_copy(update={"lineage": lineage})
         task = task.model_copy(update={"id": task_id(task)})
         if task.id in seen:
@@ -139,18 +140,24 @@ def _synthesis(
 
 
 def audit_tasks(
-    bundle_dir: str | Path | Bundle, tasks: Sequence[Task], *, rubric_reward: str | None = None
+    bundle_dir: str | Path | Bundle,
+    tasks: Sequence[Task],
+    *,
+    rubric_reward: str | None = None,
+    pool: SandboxPool | None = None,
 ) -> TaskSynthesis:
     """The verifier audit alone, over tasks that already passed the filter: the `verifiers` stage."""
     started = time.perf_counter()
     bundle = bundle_dir if isinstance(bundle_dir, Bundle) else Bundle.open(bundle_dir)
     reward = rubric_reward_setting(rubric_reward)
-    env, session_factory = environment_session_factory(bundle)
+    env, session_factory = environment_session_factory(bundle, pool)
+    runner = pool.run_function if pool else None
     kept: list[Task] = []
     dropped: list[DroppedTask] = []
     with env:
         for task in tasks:
-            _sort(task, audit_task(bundle, task, session_factory, rubric_reward=reward).reasons, kept, dropped)
+            verdict = audit_task(bundle, task, session_factory, rubric_reward=reward, runner=runner)
+            _sort(task, verdict.reasons, kept, dropped)
     return _synthesis(bundle, kept, dropped, len(tasks), started)
 
 
@@ -179,14 +186,16 @@ def synthesize_tasks(
     solver: Solver | None = None,
     rubric_reward: str | None = None,
     audit: bool = True,
+    pool: SandboxPool | None = None,
 ) -> TaskSynthesis:
-    """Generate about `n` tasks of `kind` (`both`: half graph-walk, half program) and curate them."""
+    """Generate about `n` tasks of `kind` (`both`: half graph-walk, half program) and curate them; tools
+    and verifiers run in `pool` (the process's default pool when None)."""
     if kind not in ("graph", "program", "both"):
         raise ValueError(f"kind must be graph, program or both, not {kind!r}")
     started = time.perf_counter()
     bundle = bundle_dir if isinstance(bundle_dir, Bundle) else Bundle.open(bundle_dir)
     counts = {"graph": n - n // 2, "program": n // 2} if kind == "both" else {kind: n}
-    env, session_factory = environment_session_factory(bundle)
+    env, session_factory = environment_session_factory(bundle, pool)
     with env:
         tasks: list[Task] = []
         for k, count in counts.items():
@@ -199,6 +208,7 @@ def synthesize_tasks(
             seed=seed,
             solver=solver,
             rubric_reward=rubric_reward,
+            runner=pool.run_function if pool else None,
             started=started,
             audit=audit,
         )

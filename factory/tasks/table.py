@@ -1,6 +1,6 @@
 """The tasks table: one parquet row per task, every nested value stored as a JSON string.
 
-Rows with different nested structures get merged Arrow schemas with None fillers (FACTS.md, verl), so
+Rows with different nested structures get merged Arrow schemas with None fillers (as verl's dataset loader does), so
 `gold` (a call list or program source), `answer`, `rubric`, `difficulty`, ... are JSON text and every row
 has the same flat schema. Written atomically through the store.
 """

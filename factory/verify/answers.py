@@ -1,6 +1,6 @@
 """Lenient answer comparison: equal in meaning counts, a wrong value never does.
 
-Verifiers in the wild fail both ways (FACTS.md, reasoning-gym): they accept wrong answers or reject
+Verifiers in the wild fail both ways (reasoning-gym's answer scorers among them): they accept wrong answers or reject
 right ones for formatting. The rules here normalize formatting only:
 - numbers: thousands separators, currency symbols and codes, a trailing `%` (15% equals 15 and 0.15),
   trailing zeros; rounding shown to at least 2 decimals within half a unit of the last digit

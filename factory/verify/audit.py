@@ -1,4 +1,4 @@
-"""The verifier audit: a blocking gate on every kept task (DESIGN.md, "Verifier").
+"""The verifier audit: a blocking gate on every kept task (README, "Tasks and verifiers").
 
 A verifier is only as good as what it rejects. For each task:
 - `gold_passes`: the gold run passes;

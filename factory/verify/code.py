@@ -8,7 +8,7 @@ where `initial` and `final` are plain `{table: [row dicts]}` and `answer` is the
 (text or None). It returns `{"passed": bool, "score": float in [0, 1], "checks": [{"name", "passed",
 "detail"}]}`; `score` defaults to 1.0/0.0 from `passed`, `checks` to none. The source is generated, so it
 runs in the sandbox (the caller's `runner`), never in this process (AWM exec'd verifiers in-process with
-full builtins and no timeout, FACTS.md), and whatever comes back is validated here: garbage, an
+full builtins and no timeout), and whatever comes back is validated here: garbage, an
 exception or a sandbox fault becomes a failed Verdict with a check that says why, never an exception.
 """
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from factory.envs.bundle import Bundle
 from factory.models import Snapshot, Task, ToolCall, ToolResult, Trajectory, Verdict
+from factory.sandbox import SandboxPool
 from factory.store import hash_value
 from factory.verify.code import Runner, run_code_verifier
 from factory.verify.rubric import RubricReward, rubric_verdict
@@ -149,12 +150,15 @@ def judge(
     return rubric_verdict(task.rubric, initial, final, answer, reward=rubric_reward)
 
 
-def environment_session_factory(bundle: Bundle | str | Path) -> tuple[Any, SessionFactory]:
-    """Open the bundle's runtime; returns (environment, its session factory). Close the environment after."""
+def environment_session_factory(
+    bundle: Bundle | str | Path, pool: SandboxPool | None = None
+) -> tuple[Any, SessionFactory]:
+    """Open the bundle's runtime (in `pool`, else the process's default pool); returns (environment, its
+    session factory). Close the environment after."""
     from factory.envs.runtime import Environment
 
     path = bundle.path if isinstance(bundle, Bundle) else Path(bundle)
-    env = Environment.open(path)
+    env = Environment.open(path, pool=pool)
     return env, env.session
 
 

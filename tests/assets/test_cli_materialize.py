@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from factory.stages import load_manifest
+from factory.pipeline.registry import TOOL_TESTS, VERIFIERS
+from factory.pipeline.runner import load_manifest
 from factory.store import Store, dir_content_hash, hash_dir
 
 BIN = Path(sys.executable).parent
@@ -50,7 +51,7 @@ def test_factory_run_then_the_ci_form(tmp_path: Path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert str(home / "artifacts") in run.stdout and "make ui" in run.stdout
     assert (home / "dagster" / "dagster.yaml").is_file()
-    verifiers = load_manifest(Store(home), "verifiers", "messaging")
+    verifiers = load_manifest(Store(home), VERIFIERS, "messaging")
     assert verifiers is not None and verifiers.kept == ["team-chat"]
 
     ci = _dagster(env, "tasks,verifiers", "messaging")
@@ -98,6 +99,6 @@ def test_killed_run_leaves_no_half_written_artifact_and_the_next_run_completes(t
 
     again = _dagster(env, "tool_tests", "commerce")
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
-    manifest = load_manifest(Store(home), "tool_tests", "commerce")
+    manifest = load_manifest(Store(home), TOOL_TESTS, "commerce")
     assert manifest is not None and manifest.kept == ["marketplace", "online-shop"]
     assert not [p for p in stage.iterdir() if p.name.startswith(".")], "temporary leftovers are cleaned up"

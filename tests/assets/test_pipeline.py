@@ -6,13 +6,14 @@ import dagster as dg
 import pytest
 
 from assets.definitions import defs
-from factory.stages import load_manifest
+from factory.pipeline.registry import STAGES, stage
+from factory.pipeline.runner import load_manifest
 from factory.store import Store, hash_dir
 from factory.tasks.table import read_tasks
-from resources import LLMResource, SandboxResource, StoreResource
+from resources import SandboxResource, StoreResource
 
 TOPICS = ["online-shop", "team-chat"]  # two categories: commerce and messaging
-PARTITIONED = ["mined_datasets", "databases", "tool_code", "tool_tests", "tool_graphs", "tasks", "verifiers"]
+PARTITIONED = [s.name for s in STAGES if s.partitioned]
 ALL_ASSETS = list(defs.assets or [])
 SMALL_TASKS = {"ops": {"tasks": {"config": {"n": 6, "seed": 0}}}}
 
@@ -23,7 +24,7 @@ def _instance(home: Path):
 
 
 def _resources(home: Path) -> dict:
-    return {"store": StoreResource(home=str(home)), "llm": LLMResource(model="offline"), "sandbox": SandboxResource()}
+    return {"store": StoreResource(home=str(home)), "sandbox": SandboxResource()}
 
 
 def _discover(instance: dg.DagsterInstance, home: Path, topics: list[str]) -> list[str]:
@@ -77,7 +78,7 @@ def test_whole_graph_materializes_with_gates_passing(world):
             "verifier_audit": True,
         }
         assert set(_data_versions(result)) == set(PARTITIONED)
-        verifiers = load_manifest(store, "verifiers", category)
+        verifiers = load_manifest(store, stage("verifiers"), category)
         assert verifiers and verifiers.kept
         for env_id in verifiers.kept:
             kept = read_tasks(store.artifact_dir("verifiers", category) / env_id / "tasks.parquet")
@@ -91,7 +92,7 @@ def test_artifact_lineage_matches_the_dagster_graph(world):
     graph = defs.resolve_asset_graph()
     for name in PARTITIONED:
         parents = {k.to_user_string() for k in graph.get(dg.AssetKey(name)).parent_keys}
-        manifest = load_manifest(store, name, categories[0])
+        manifest = load_manifest(store, stage(name), categories[0])
         assert manifest is not None
         assert set(manifest.lineage.inputs) == parents, name
 
@@ -143,13 +144,15 @@ def test_planted_broken_environment_is_dropped_and_the_gate_fails_only_when_noth
         assert gated.success, "one broken environment does not stop the category"
         (check,) = gated.get_asset_check_evaluations()
         assert check.passed
-        table = next(
-            e.materialization.metadata["per_environment"].value
+        metadata = next(
+            e.materialization.metadata
             for e in gated.get_asset_materialization_events()
             if e.materialization.asset_key.to_user_string() == "tool_tests"
         )
-        assert "| marketplace | no |" in table and "does not load" in table
-        assert "| online-shop | yes |" in table
+        rows = {r.data["environment"]: r.data for r in metadata["per_environment"].value.records}
+        assert not rows["marketplace"]["kept"] and "does not load" in rows["marketplace"]["reason"]
+        assert rows["online-shop"]["kept"] and rows["online-shop"]["reason"] == ""
+        assert metadata["dagster/row_count"].value == rows["online-shop"]["tests"] + (rows["marketplace"]["tests"] or 0)
 
         (code_dir / "online-shop" / "tools.py").write_text("raise SystemExit(3)\n")
         failed = _materialize(
@@ -160,3 +163,17 @@ def test_planted_broken_environment_is_dropped_and_the_gate_fails_only_when_noth
         assert not check.passed, "the blocking gate fails when no environment passes"
         materialized = {e.materialization.asset_key.to_user_string() for e in failed.get_asset_materialization_events()}
         assert "tool_graphs" not in materialized, "the blocking check stops downstream assets"
+
+
+def test_assets_jobs_and_code_versions_come_from_the_registry():
+    graph = defs.resolve_asset_graph()
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == {s.name for s in STAGES}
+    for s in STAGES:
+        node = graph.get(dg.AssetKey(s.name))
+        assert node.code_version == s.code_version and node.group_name == s.group, s.name
+        assert node.is_partitioned == s.partitioned, s.name
+    for group in ("discovery", "build", "tasks"):
+        job = defs.resolve_job_def(f"{group}_job")
+        assert {k.to_user_string() for k in job.asset_layer.selected_asset_keys} == {
+            s.name for s in STAGES if s.group == group
+        }

@@ -1,6 +1,8 @@
+from dataclasses import replace
 from pathlib import Path
 
-from factory.stages import EnvOutcome, EnvWork, load_manifest, run_stage, summary_table
+from factory.pipeline.registry import DATABASES, TOOL_CODE
+from factory.pipeline.runner import EnvOutcome, EnvWork, load_manifest, run_stage, summary_rows
 from factory.store import Store
 
 
@@ -21,10 +23,10 @@ def _work(calls: list[str], text: str = "v1") -> list[EnvWork]:
 def test_unchanged_inputs_reuse_everything_and_keep_the_data_version(factory_home: Path):
     store = Store()
     calls: list[str] = []
-    first = run_stage(store, "databases", "commerce", "1", _work(calls))
+    first = run_stage(store, DATABASES, "commerce", _work(calls))
     assert calls == ["a", "b"] and first.wrote_manifest
     mtime = (store.artifact_dir("databases", "commerce") / "a" / "data.txt").stat().st_mtime_ns
-    second = run_stage(store, "databases", "commerce", "1", _work(calls))
+    second = run_stage(store, DATABASES, "commerce", _work(calls))
     assert calls == ["a", "b"], "nothing rebuilt"
     assert second.reused == ["a", "b"] and not second.wrote_manifest
     assert second.data_version == first.data_version
@@ -34,31 +36,30 @@ def test_unchanged_inputs_reuse_everything_and_keep_the_data_version(factory_hom
 def test_changed_inputs_or_code_version_rebuild(factory_home: Path):
     store = Store()
     calls: list[str] = []
-    first = run_stage(store, "databases", "commerce", "1", _work(calls))
-    changed = run_stage(store, "databases", "commerce", "1", _work(calls, "v2"))
+    first = run_stage(store, DATABASES, "commerce", _work(calls))
+    changed = run_stage(store, DATABASES, "commerce", _work(calls, "v2"))
     assert calls == ["a", "b", "a", "b"]
     assert changed.data_version != first.data_version
-    run_stage(store, "databases", "commerce", "2", _work(calls, "v2"))
+    run_stage(store, replace(DATABASES, module=TOOL_CODE.module), "commerce", _work(calls, "v2"))
     assert len(calls) == 6
 
 
 def test_manifest_records_outcomes_and_removes_stale_envs(factory_home: Path):
     store = Store()
-    run_stage(store, "tool_code", "finance", "1", _work([]))
+    run_stage(store, TOOL_CODE, "finance", _work([]))
     stale = store.artifact_dir("tool_code", "finance") / "gone"
     stale.mkdir()
-    run = run_stage(store, "tool_code", "finance", "1", _work([])[:1])
+    run = run_stage(store, TOOL_CODE, "finance", _work([])[:1])
     assert not stale.exists() and not (store.artifact_dir("tool_code", "finance") / "b").exists()
-    m = load_manifest(store, "tool_code", "finance")
+    m = load_manifest(store, TOOL_CODE, "finance")
     assert m is not None and m.kept == ["a"] and run.manifest == m
-    table = summary_table(m, ["n"])
-    assert "| a | yes | 2 |" in table
+    assert summary_rows(m, ["n"]) == [{"environment": "a", "kept": True, "n": 2, "reason": ""}]
 
 
 def test_tampered_output_is_rebuilt(factory_home: Path):
     store = Store()
     calls: list[str] = []
-    run_stage(store, "databases", "commerce", "1", _work(calls))
+    run_stage(store, DATABASES, "commerce", _work(calls))
     (store.artifact_dir("databases", "commerce") / "a" / "data.txt").write_text("tampered")
-    run_stage(store, "databases", "commerce", "1", _work(calls))
+    run_stage(store, DATABASES, "commerce", _work(calls))
     assert calls == ["a", "b", "a"]

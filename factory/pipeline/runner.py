@@ -2,9 +2,10 @@
 
 A category stage (databases, tool code, tasks, ...) does the same thing for every environment of
 the category. This module owns the bookkeeping around it so the stage functions stay small:
-an environment whose inputs hash is unchanged is reused as it is (nothing written, no tokens
-spent), every output directory is built aside and swapped in whole, and the stage manifest,
-whose content hash is the Dagster data version, is rewritten only when something changed.
+an environment whose inputs and stage code version are unchanged is reused as it is (nothing
+written, no tokens spent), every output directory is built aside and swapped in whole, and the
+stage manifest, whose content hash is the Dagster data version, is rewritten only when something
+changed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from factory.models import Lineage, Model
+from factory.pipeline.registry import Stage
 from factory.store import (
     Store,
     atomic_dir,
@@ -31,6 +33,7 @@ from factory.store import (
 )
 
 MANIFEST = "manifest.json"
+DROP_PREFIX = "drop:"  # counts named `drop:<reason>` are tasks dropped for that reason
 
 Progress = Callable[[int, int, str], None]
 
@@ -58,6 +61,14 @@ class StageManifest(Model):
     def kept(self) -> list[str]:
         return sorted(e for e, o in self.envs.items() if o.kept)
 
+    def totals(self) -> dict[str, float]:
+        """Each count summed over the environments."""
+        out: dict[str, float] = {}
+        for o in self.envs.values():
+            for k, v in o.counts.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
 
 @dataclass
 class EnvWork:
@@ -70,7 +81,7 @@ class EnvWork:
 
 @dataclass
 class CheckOutcome:
-    """A gate's verdict on a stage and the markdown the UI shows with it."""
+    """A gate's verdict on a stage: passed, and what the UI shows with it (markdown)."""
 
     passed: bool
     detail: str
@@ -85,36 +96,47 @@ class StageRun:
     wrote_manifest: bool
 
 
-def stage_dir(store: Store, stage: str, category: str) -> Path:
-    return store.artifact_dir(stage, category)
+def drop_counts(summary: dict[str, int]) -> dict[str, float]:
+    """`drop:<reason>` counts for the stage manifest (the UI shows them as drops by reason)."""
+    return {f"{DROP_PREFIX}{reason}": n for reason, n in summary.items() if reason != "kept"}
 
 
-def load_manifest(store: Store, stage: str, category: str) -> StageManifest | None:
-    p = stage_dir(store, stage, category) / MANIFEST
+def env_dir(store: Store, stage: Stage, category: str, env_id: str) -> Path:
+    return stage.dir(store, category) / env_id
+
+
+def env_input_hash(store: Store, stage: Stage, category: str, env_id: str) -> str:
+    """The content of an upstream environment directory as it is now (a tampered file counts as a change)."""
+    return hash_dir(env_dir(store, stage, category, env_id))
+
+
+def load_manifest(store: Store, stage: Stage, category: str) -> StageManifest | None:
+    p = stage.dir(store, category) / MANIFEST
     if not p.is_file():
         return None
     return StageManifest.model_validate(read_json(p))
 
 
-def require_manifest(store: Store, stage: str, category: str) -> StageManifest:
+def require_manifest(store: Store, stage: Stage, category: str) -> StageManifest:
     """The upstream stage's manifest, or a clear error saying what to materialize first."""
     m = load_manifest(store, stage, category)
     if m is None:
         raise FileNotFoundError(
-            f"no {stage} artifacts for category {category!r} under {store.artifacts}: materialize {stage} first"
+            f"no {stage.name} artifacts for category {category!r} under {store.artifacts}: "
+            f"materialize {stage.name} first"
         )
     return m
 
 
-def manifest_hash(store: Store, stage: str, category: str) -> str:
-    return sha256_bytes((stage_dir(store, stage, category) / MANIFEST).read_bytes())
+def manifest_hashes(store: Store, category: str, *stages: Stage) -> dict[str, str]:
+    """The data versions of upstream stages, for a lineage record."""
+    return {s.name: sha256_bytes((s.dir(store, category) / MANIFEST).read_bytes()) for s in stages}
 
 
 def run_stage(
     store: Store,
-    stage: str,
+    stage: Stage,
     category: str,
-    code_version: str,
     work: Iterable[EnvWork],
     *,
     upstream: dict[str, str] | None = None,
@@ -122,10 +144,11 @@ def run_stage(
     round: int = 0,
     generator: str = "procedural",
 ) -> StageRun:
-    """Run `work` for a category, reusing environments whose inputs (and code version) are unchanged."""
-    root = stage_dir(store, stage, category)
+    """Run `work` for a category, reusing environments whose inputs and the stage's code are unchanged."""
+    root = stage.dir(store, category)
     clean_stale_temps(root)  # leftovers of a killed run
     previous = load_manifest(store, stage, category)
+    code_version = stage.code_version
     jobs = list(work)
     outcomes: dict[str, EnvOutcome] = {}
     rebuilt: list[str] = []
@@ -153,38 +176,25 @@ def run_stage(
             if child.is_dir() and not child.name.startswith(".") and child.name not in outcomes:
                 shutil.rmtree(child)
     lineage = Lineage(
-        stage=stage,
+        stage=stage.name,
         code_version=code_version,
         inputs=dict(sorted((upstream or {}).items())),
         round=round,
         generator=generator,
     )
-    manifest = StageManifest(stage=stage, category=category, envs=dict(sorted(outcomes.items())), lineage=lineage)
+    manifest = StageManifest(stage=stage.name, category=category, envs=dict(sorted(outcomes.items())), lineage=lineage)
     data_version, wrote = write_json_if_changed(root / MANIFEST, manifest)
     return StageRun(manifest, data_version, rebuilt, reused, wrote)
 
 
-def summary_table(manifest: StageManifest, columns: list[str]) -> str:
-    """A markdown table, one row per environment, for the asset's metadata in the UI."""
-    head = ["environment", "kept", *columns, "reason"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for env_id, o in manifest.envs.items():
-        cells = [env_id, "yes" if o.kept else "no"]
-        cells += [_fmt(o.counts.get(c)) for c in columns]
-        cells.append((o.reason or "").replace("|", "/"))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _fmt(v: float | None) -> str:
-    if v is None:
-        return ""
-    return str(int(v)) if float(v).is_integer() else f"{v:.2f}"
-
-
-def totals(manifest: StageManifest) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for o in manifest.envs.values():
-        for k, v in o.counts.items():
-            out[k] = out.get(k, 0) + v
-    return out
+def summary_rows(manifest: StageManifest, columns: list[str]) -> list[dict[str, Any]]:
+    """One row per environment (kept, the named counts, the reason it was dropped) for the UI's table."""
+    return [
+        {
+            "environment": env_id,
+            "kept": o.kept,
+            **{c: o.counts.get(c) for c in columns},
+            "reason": o.reason or "",
+        }
+        for env_id, o in manifest.envs.items()
+    ]

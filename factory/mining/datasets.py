@@ -1,0 +1,48 @@
+"""The mined dataset of a topic: its entities (from the tool schemas) and seeded rows, before any code."""
+
+from __future__ import annotations
+
+from factory.envs.entities import infer_entities
+from factory.lexicon import TIMESTAMP_COLUMNS
+from factory.mining.procedural import generate_rows
+from factory.models import EntitySpec, EnvSpec, Lineage, StateBackend, TaxonomyPath, Topic
+from factory.pipeline.code_versions import cached_code_version
+from factory.store import hash_value
+
+Rows = dict[str, list[dict]]
+
+
+def bookkeeping_columns(entities: list[EntitySpec]) -> list[str]:
+    """ "table.column" of the timestamp-like columns the tools maintain; verifiers ignore them."""
+    return [f"{e.table}.{f.name}" for e in entities for f in e.fields if f.name in TIMESTAMP_COLUMNS]
+
+
+def draft_environment(
+    topic: Topic,
+    *,
+    lineage: Lineage | None = None,
+    seed: int = 0,
+    backend: StateBackend = "sqlite",
+    taxonomy: TaxonomyPath | None = None,
+    scale: float = 1.0,
+) -> tuple[EnvSpec, Rows]:
+    """The env.json of a topic before the gate (every tool) and its seeded rows."""
+    lineage = lineage or Lineage(
+        stage="mined_datasets", code_version=cached_code_version(__name__), inputs={"topic": hash_value(topic)}
+    )
+    entities, tools = infer_entities(topic)
+    spec = EnvSpec(
+        id=topic.id,
+        title=topic.title,
+        topic_id=topic.id,
+        taxonomy=taxonomy or topic.taxonomy_hint,
+        description=topic.description,
+        backend=backend,
+        tools=tools,
+        entities=entities,
+        seed=seed,
+        scale=scale,
+        bookkeeping=bookkeeping_columns(entities),
+        lineage=lineage,
+    )
+    return spec, generate_rows(entities, seed, scale)

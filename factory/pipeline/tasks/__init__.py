@@ -1,0 +1,1 @@
+"""Tasks, per category: synthesis and the solvability filter, then the verifier audit."""

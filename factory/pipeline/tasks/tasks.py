@@ -1,0 +1,91 @@
+"""Tasks: weighted walks over each tool graph, executed on the database, and programs with loops and
+aggregations; only tasks that execute, change what they claim and replay consistently survive.
+
+`artifacts/tasks/<category>/<env>/candidates.parquet` holds the tasks that passed the solvability
+filter, `dropped.json` says why the others went.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from factory.envs.bundle import Bundle
+from factory.pipeline.artifacts import CANDIDATES_PARQUET, DROPPED_JSON, bundles
+from factory.pipeline.registry import TASKS, TOOL_GRAPHS, TOOL_TESTS
+from factory.pipeline.runner import (
+    EnvOutcome,
+    EnvWork,
+    Progress,
+    StageRun,
+    drop_counts,
+    env_input_hash,
+    manifest_hashes,
+    run_stage,
+)
+from factory.sandbox import SandboxPool
+from factory.store import Store, write_json_atomic
+from factory.tasks.synthesize import synthesize_tasks
+from factory.tasks.table import write_tasks
+
+TASKS_PER_ENV_VARIABLE = "FACTORY_TASKS_PER_ENV"
+DEFAULT_TASKS_PER_ENV = 20
+
+
+def tasks_per_env(n: int | None) -> int:
+    """`n`, else FACTORY_TASKS_PER_ENV (read when called), else 20; a clear error for a bad value."""
+    if n is not None:
+        return n
+    raw = os.environ.get(TASKS_PER_ENV_VARIABLE, "")
+    if not raw.strip():
+        return DEFAULT_TASKS_PER_ENV
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{TASKS_PER_ENV_VARIABLE} must be a whole number, not {raw!r}") from None
+
+
+def synthesize_category_tasks(
+    store: Store,
+    category: str,
+    *,
+    pool: SandboxPool,
+    n: int | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> StageRun:
+    """Graph-walk and program tasks for every gated environment of the category, solvability-filtered."""
+    n = tasks_per_env(n)
+
+    def job(bundle: Bundle) -> EnvWork:
+        def make(out: Path) -> EnvOutcome:
+            result = synthesize_tasks(bundle, n=n, seed=seed, kind="both", audit=False, pool=pool)
+            write_tasks(result.tasks, out / CANDIDATES_PARQUET)
+            write_json_atomic(out / DROPPED_JSON, [d.model_dump(mode="json") for d in result.dropped])
+            kinds = [t.kind for t in result.tasks]
+            return EnvOutcome(
+                env_id=bundle.spec.id,
+                kept=bool(result.tasks),
+                reason=None if result.tasks else "no task passed the solvability filter",
+                counts={
+                    "generated": result.generated,
+                    "candidates": len(result.tasks),
+                    "graph": kinds.count("graph"),
+                    "program": kinds.count("program"),
+                    "filter_drops": len(result.dropped),
+                    "seconds": round(result.seconds, 2),
+                    **drop_counts(result.audit_summary),
+                },
+            )
+
+        inputs = {"bundle": env_input_hash(store, TOOL_TESTS, category, bundle.spec.id), "n": n, "seed": seed}
+        return EnvWork(bundle.spec.id, inputs, make)
+
+    return run_stage(
+        store,
+        TASKS,
+        category,
+        [job(b) for b in bundles(store, category)],
+        upstream=manifest_hashes(store, category, TOOL_TESTS, TOOL_GRAPHS),
+        progress=progress,
+    )

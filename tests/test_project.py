@@ -1,0 +1,48 @@
+"""pyproject.toml declares what the code imports, and nothing it does not."""
+
+import ast
+import re
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = {"factory", "assets", "resources", "training", "benchmarks", "tests"}
+TOOLS = {"dagster-webserver", "dagster-dg-cli", "pytest-timeout", "ruff"}  # commands, not imported
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _imported(folders: list[str]) -> set[str]:
+    """Top-level modules imported anywhere (lazily too) in the project's own code."""
+    found: set[str] = set()
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            if "fixtures" in path.parts:
+                continue  # tool code written by others, run only in the sandbox
+            for node in ast.walk(ast.parse(path.read_bytes())):
+                if isinstance(node, ast.Import):
+                    found.update(a.name.split(".")[0] for a in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    found.add(node.module.split(".")[0])
+    return found - OURS - set(sys.stdlib_module_names)
+
+
+def _distributions(modules: set[str]) -> set[str]:
+    mapping = packages_distributions()
+    return {d.lower().replace("_", "-") for m in modules for d in mapping.get(m, [m])}
+
+
+def test_pyproject_declares_exactly_what_is_imported():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = {_name(r) for r in project["dependencies"]}
+    dev = {_name(r) for r in project["optional-dependencies"]["dev"]}
+    used_at_runtime = _distributions(_imported(["factory", "assets", "resources", "training"]))
+    used_anywhere = used_at_runtime | _distributions(_imported(["benchmarks", "tests"]))
+    assert used_at_runtime <= runtime, f"imported but not declared: {sorted(used_at_runtime - runtime)}"
+    assert used_anywhere <= runtime | dev, f"imported but not declared: {sorted(used_anywhere - runtime - dev)}"
+    unused = (runtime | dev) - used_anywhere - TOOLS
+    assert not unused, f"declared but never imported: {sorted(unused)}"
