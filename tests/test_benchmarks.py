@@ -13,7 +13,6 @@ from benchmarks.__main__ import BENCHMARKS, main
 from benchmarks.awm_baseline.database import dump_seed_sql, rebuild_database
 from benchmarks.measure import memory_of, pinned_to_one_core, process_tree
 from benchmarks.runtime_bench import read_probe, replicate_rows
-from factory.envs.build import build_env
 from factory.envs.bundle import SCHEMA_SQL, Bundle
 from factory.envs.state import build_seed_db, read_sqlite_state
 
@@ -31,11 +30,9 @@ REQUIRED_KEYS = {
 }
 
 
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bundles") / "online-shop"
-    build_env("online-shop", out)
-    return out
+@pytest.fixture
+def shop(shop_bundle: Path) -> Path:
+    return shop_bundle
 
 
 def test_quick_run_writes_every_key(tmp_path: Path) -> None:

@@ -5,17 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from factory.envs.build import build_env
 from factory.envs.bundle import Bundle
 from factory.envs.runtime import Environment
 from factory.mining.complexify import complexify
 
 
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("cx") / "shop"
-    assert build_env("online-shop", out).kept
-    return out
+@pytest.fixture
+def shop(shop_bundle: Path) -> Path:
+    return shop_bundle
 
 
 def _count(bundle: Path, table: str) -> int:

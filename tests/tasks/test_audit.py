@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from factory.envs.build import build_env
-from factory.envs.bundle import Bundle
-from factory.envs.runtime import Environment
 from factory.models import RubricCheck, Snapshot, Task, ToolCall, Trajectory
 from factory.verify.audit import audit_task, build_mutants, primary_keys, wrong_answers
 from factory.verify.scoring import run_gold, score_trajectory
@@ -23,14 +20,9 @@ ANSWER_ONLY = (
 )
 
 
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tasks-audit") / "online-shop"
-    assert build_env("online-shop", out).kept
-    with Environment.open(out) as env:
-        with env.session() as s:
-            seed = s.snapshot().tables
-        yield Bundle.open(out), env.session, seed
+@pytest.fixture
+def shop(shop_runtime):
+    return shop_runtime
 
 
 def cancel_order(order: dict) -> Task:

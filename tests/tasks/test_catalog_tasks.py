@@ -2,11 +2,8 @@
 at least 10 audited tasks when it has 5 or more tools, both kinds present, graph tasks averaging at
 least 4 tool calls, program tasks with loops or aggregation."""
 
-from pathlib import Path
-
 import pytest
 
-from factory.envs.build import build_env
 from factory.tasks.synthesize import synthesize_tasks
 from factory.topics import load_catalog
 
@@ -15,10 +12,11 @@ CATALOG = [t.id for t in load_catalog()]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("topic_id", CATALOG)
-def test_catalog_environment_meets_the_task_bar(topic_id: str, tmp_path: Path):
-    report = build_env(topic_id, tmp_path / topic_id)
+def test_catalog_environment_meets_the_task_bar(topic_id: str, catalog_bundles):
+    built = catalog_bundles.get(topic_id)
+    report = built.report
     assert report.kept, report.reasons
-    result = synthesize_tasks(tmp_path / topic_id, n=20, seed=0)
+    result = synthesize_tasks(built.path, n=20, seed=0)
     graph = [t for t in result.tasks if t.kind == "graph"]
     program = [t for t in result.tasks if t.kind == "program"]
     if len(report.kept_tools) >= 5:

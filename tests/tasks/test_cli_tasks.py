@@ -8,7 +8,6 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from factory.envs.build import build_env
 from factory.envs.runtime import Environment
 from factory.tasks.cli import tasks_cmd, verify_cmd
 from factory.tasks.table import read_tasks
@@ -21,11 +20,9 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tasks-cli")
-    bundle = root / "online-shop"
-    assert build_env("online-shop", bundle).kept
-    out = root / "tasks.parquet"
+def made(tmp_path_factory, shop_bundle):
+    bundle = shop_bundle
+    out = tmp_path_factory.mktemp("tasks-cli") / "tasks.parquet"
     result = runner.invoke(app, ["tasks", str(bundle), "--out", str(out), "--n", "4", "--seed", "3"])
     assert result.exit_code == 0, result.output
     return bundle, out, result.output

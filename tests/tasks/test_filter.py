@@ -6,24 +6,15 @@ import random
 
 import pytest
 
-from factory.envs.build import build_env
-from factory.envs.bundle import Bundle
-from factory.envs.runtime import Environment
 from factory.models import RubricCheck, Task, ToolCall, Trajectory
 from factory.tasks.filter import filter_task, ungrounded_writes
 from factory.tasks.synthesize import curate_tasks, task_id
 from factory.verify.scoring import SessionFactory
 
 
-@pytest.fixture(scope="module")
-def shop(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tasks-filter") / "online-shop"
-    assert build_env("online-shop", out).kept
-    bundle = Bundle.open(out)
-    with Environment.open(out) as env:
-        with env.session() as s:
-            seed = s.snapshot().tables
-        yield bundle, env.session, seed
+@pytest.fixture
+def shop(shop_runtime):
+    return shop_runtime
 
 
 def set_stock(pid: str, stock: int, question: str | None = None) -> Task:

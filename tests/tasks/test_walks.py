@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from factory.envs.build import build_env
 from factory.envs.bundle import Bundle
 from factory.envs.runtime import Environment
 from factory.graphs import build_tool_graph
@@ -48,13 +47,8 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def envs(tmp_path_factory) -> dict[str, Env]:
-    root = tmp_path_factory.mktemp("bundles")
-    out = {}
-    for topic in TOPICS:
-        report = build_env(topic, root / topic)
-        assert report.kept, report.reasons
-        out[topic] = Env(root / topic)
+def envs(catalog_bundles) -> dict[str, Env]:
+    out = {topic: Env(catalog_bundles.kept(topic)) for topic in TOPICS}
     yield out
     for e in out.values():
         e.env.close()
