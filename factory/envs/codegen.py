@@ -524,6 +524,13 @@ class _ToolWriter:
             current = {} if creating else {"current": CURRENT}
             self.body.do(_call("_check_unique", DB, self.table, f.name, value, self.entity.name, **current))
 
+    def _check_supplies(self, supplies: list[Supply], *, updating: bool = False) -> None:
+        """Refuse the write when a supply it draws on (stock, budget) has too little left."""
+        extra = {"current": CURRENT} if updating else {}
+        for s in supplies:
+            args = (DB, s.supply.table, s.supply_field, s.supply.name, RECORD, s.foreign_key, s.quantity)
+            self.body.do(_call("_check_supply", *args, **extra))
+
     def _unique_together(self) -> None:
         for rule in self.entity.rules:
             names = tuple(n for n in (rule.fields or []) if n in self.fields)
@@ -585,19 +592,7 @@ class _ToolWriter:
         self.body.do(_call("_assign_key", DB, self.table, RECORD, prefix))
         self._unique_together()
         supplies = consumed_supplies(self.spec.entities, self.entity)
-        for s in supplies:
-            self.body.do(
-                _call(
-                    "_check_supply",
-                    DB,
-                    s.supply.table,
-                    s.supply_field,
-                    s.supply.name,
-                    RECORD,
-                    s.foreign_key,
-                    s.quantity,
-                )
-            )
+        self._check_supplies(supplies)
         for s in supplies:
             key, quantity = _item("record", s.foreign_key), _item("record", s.quantity)
             self.body.do(_call("_take_supply", DB, s.supply.table, s.supply_field, key, quantity))
@@ -618,20 +613,7 @@ class _ToolWriter:
         if supplies or any(r.kind == "unique_together" for r in self.entity.rules):
             self.body.let("record", _Code("{**current, **changes}"))
         self._unique_together()
-        for s in supplies:
-            self.body.do(
-                _call(
-                    "_check_supply",
-                    DB,
-                    s.supply.table,
-                    s.supply_field,
-                    s.supply.name,
-                    RECORD,
-                    s.foreign_key,
-                    s.quantity,
-                    current=CURRENT,
-                )
-            )
+        self._check_supplies(supplies, updating=True)
         for s in supplies:
             old_key, old_quantity = _item("current", s.foreign_key), _item("current", s.quantity)
             self.body.do(_call("_return_supply", DB, s.supply.table, s.supply_field, old_key, old_quantity))
