@@ -18,7 +18,7 @@ from factory.pipeline.build.tool_tests import gate_check, gate_tool_tests
 from factory.pipeline.registry import DATABASES, MINED_DATASETS, TOOL_CODE, TOOL_GRAPHS, TOOL_TESTS
 from resources import SandboxResource, StoreResource
 
-BUILD = {"group_name": "build", "partitions_def": category_partitions}
+BUILD = {"group_name": MINED_DATASETS.group, "partitions_def": category_partitions}
 
 
 class DatasetConfig(dg.Config):

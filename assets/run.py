@@ -12,10 +12,10 @@ from pathlib import Path
 import dagster as dg
 
 from factory.pipeline.artifacts import load_taxonomy
+from factory.pipeline.registry import CATEGORY_GROUPS
 from factory.store import Store
 
 PROJECT_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
-CATEGORY_JOBS = ("build", "tasks")
 FAILURE_LINES = 25
 # The terminal shows the stages' progress lines; Dagster's own step events stay in the UI.
 LOG_CONFIG = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
@@ -81,7 +81,7 @@ def run_factory(
             summary.categories = list(categories) or known
             for i, category in enumerate(summary.categories, 1):
                 echo(f"[{i}/{len(summary.categories)} categories] {category}")
-                for job in CATEGORY_JOBS:
+                for job in CATEGORY_GROUPS:
                     failure = execute(job, category)
                     if failure:
                         summary.failed[category] = f"{job} failed"

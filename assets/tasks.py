@@ -10,7 +10,7 @@ from factory.pipeline.tasks.tasks import synthesize_category_tasks
 from factory.pipeline.tasks.verifiers import audit_category_tasks, audit_check
 from resources import SandboxResource, StoreResource
 
-TASKS_GROUP = {"group_name": "tasks", "partitions_def": category_partitions}
+TASKS_GROUP = {"group_name": TASKS.group, "partitions_def": category_partitions}
 
 
 class TaskConfig(dg.Config):

@@ -7,6 +7,7 @@ from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.mining.procedural import generate_rows
 from factory.models import EntitySpec, EnvSpec, Lineage, StateBackend, TaxonomyPath, Topic
 from factory.pipeline.code_versions import cached_code_version
+from factory.pipeline.registry import MINED_DATASETS
 from factory.store import hash_value
 
 Rows = dict[str, list[dict]]
@@ -28,7 +29,7 @@ def draft_environment(
 ) -> tuple[EnvSpec, Rows]:
     """The env.json of a topic before the gate (every tool) and its seeded rows."""
     lineage = lineage or Lineage(
-        stage="mined_datasets", code_version=cached_code_version(__name__), inputs={"topic": hash_value(topic)}
+        stage=MINED_DATASETS.name, code_version=cached_code_version(__name__), inputs={"topic": hash_value(topic)}
     )
     entities, tools = infer_entities(topic)
     spec = EnvSpec(

@@ -56,7 +56,8 @@ STAGES: tuple[Stage, ...] = (
     TASKS,
     VERIFIERS,
 )
-GROUPS: tuple[Group, ...] = ("discovery", "build", "tasks")
+CATEGORY_GROUPS: tuple[Group, ...] = ("build", "tasks")  # partitioned by category, run in this order
+GROUPS: tuple[Group, ...] = ("discovery", *CATEGORY_GROUPS)
 
 
 def stage(name: str) -> Stage:

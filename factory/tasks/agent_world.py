@@ -24,6 +24,7 @@ from factory.envs.bundle import Bundle
 from factory.envs.importers import function_name
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
 from factory.pipeline.code_versions import cached_code_version
+from factory.pipeline.registry import TASKS
 from factory.tasks.filter import Solver
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
@@ -140,7 +141,10 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
         capabilities=["agent-world"],
         mutates=any(c.tool in mutating for c in chain),
         lineage=Lineage(
-            stage="tasks", code_version=cached_code_version(__name__), inputs={"questions": origin}, generator="import"
+            stage=TASKS.name,
+            code_version=cached_code_version(__name__),
+            inputs={"questions": origin},
+            generator="import",
         ),
     )
 

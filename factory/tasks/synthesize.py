@@ -84,7 +84,7 @@ def curate_tasks(
     dropped: list[DroppedTask] = []
     seen: set[str] = set()
     for raw in tasks:
-        lineage = raw.lineage or Lineage(stage="tasks", code_version=TASKS.code_version, inputs={"bundle": env_hash})
+        lineage = raw.lineage or Lineage(stage=TASKS.name, code_version=TASKS.code_version, inputs={"bundle": env_hash})
         task = raw.model_copy(update={"lineage": lineage})
         task = task.model_copy(update={"id": task_id(task)})
         if task.id in seen:

@@ -120,7 +120,7 @@ class GraphTaskSynthesizer:
         with session_factory() as s:
             self.seed: Snapshot = s.snapshot()
         self.lineage = Lineage(
-            stage="tasks",
+            stage=TASKS.name,
             code_version=TASKS.code_version,
             inputs={"bundle": bundle.content_hash},
             generator="procedural",

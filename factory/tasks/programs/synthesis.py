@@ -72,7 +72,7 @@ def realize(
         capabilities=capabilities,
         mutates=draft.mutates,
         lineage=Lineage(
-            stage="tasks",
+            stage=TASKS.name,
             code_version=TASKS.code_version,
             inputs={"bundle": bundle.content_hash},
         ),
