@@ -1,0 +1,1 @@
+"""Build, per category: mined datasets -> databases and tool code -> tool tests (the gate) -> tool graphs."""
