@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from factory.cli import app, fail, main
+from factory.cli import app, main
+from factory.console import fail
 
 
 @app.command("run")

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
+from factory.console import fail, print_json
 from factory.tasks.cli import tasks_cmd, verify_cmd
 
 app = typer.Typer(
@@ -21,17 +22,6 @@ import_app = typer.Typer(help="Import environments from other systems.", no_args
 app.add_typer(import_app, name="import")
 app.command("tasks")(tasks_cmd)
 app.command("verify")(verify_cmd)
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
-def _print_json(value: Any) -> None:
-    if hasattr(value, "model_dump"):
-        value = value.model_dump(mode="json")
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def _parse_args_json(text: str) -> dict[str, Any]:
@@ -65,7 +55,7 @@ def taxonomy_cmd() -> None:
     """Build the three-level taxonomy of the bundled catalog and print it as JSON."""
     from factory.topics import build_taxonomy, load_catalog
 
-    _print_json(build_taxonomy(load_catalog()))
+    print_json(build_taxonomy(load_catalog()))
 
 
 @app.command("build-env")
@@ -128,9 +118,9 @@ def call_cmd(
     except (BundleError, EnvironmentLoadError) as e:
         fail(str(e), 2)
     if result.ok:
-        _print_json(result.value)
+        print_json(result.value)
         return
-    _print_json({"error": result.error.model_dump() if result.error else None})
+    print_json({"error": result.error.model_dump() if result.error else None})
     raise typer.Exit(1)
 
 
@@ -170,7 +160,7 @@ def sandbox_cmd() -> None:
     """Show what the sandbox can enforce on this machine (namespaces, process limit, rlimits) and what not."""
     from factory.sandbox import capabilities
 
-    _print_json(capabilities())
+    print_json(capabilities())
 
 
 def main() -> None:

@@ -6,19 +6,15 @@ a trajectory file that is not the expected JSON). Heavy imports happen inside th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from factory.console import fail, print_json
+
 if TYPE_CHECKING:
     from factory.envs.bundle import Bundle
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def _bundle(path: Path) -> Bundle:
@@ -28,7 +24,7 @@ def _bundle(path: Path) -> Bundle:
         bundle = Bundle.open(path)
         bundle.spec  # noqa: B018 - reading env.json is the check
     except BundleError as e:
-        _fail(str(e))
+        fail(str(e), 2)
     return bundle
 
 
@@ -44,9 +40,9 @@ def tasks_cmd(
     from factory.tasks.table import write_tasks
 
     if kind not in ("graph", "program", "both"):
-        _fail(f"--kind must be graph, program or both, not {kind!r}")
+        fail(f"--kind must be graph, program or both, not {kind!r}", 2)
     if n < 1:
-        _fail("--n must be at least 1")
+        fail("--n must be at least 1", 2)
     result = synthesize_tasks(_bundle(bundle), n=n, seed=seed, kind=kind)  # type: ignore[arg-type]  # kind checked above
     write_tasks(result.tasks, out)
     typer.echo(
@@ -58,7 +54,7 @@ def tasks_cmd(
     for d in result.dropped:
         typer.echo(f"  dropped {d.id}: {d.reason}", err=True)
     if not result.tasks:
-        _fail("no task survived the filter and the audit", 1)
+        fail("no task survived the filter and the audit", 1)
 
 
 def verify_cmd(
@@ -81,21 +77,21 @@ def verify_cmd(
     try:
         tasks = {t.id: t for t in read_tasks(task_file)}
     except (ValueError, FileNotFoundError) as e:
-        _fail(str(e))
+        fail(str(e), 2)
     chosen = tasks.get(task)
     if chosen is None:
         known = ", ".join(sorted(tasks)[:10]) or "none"
-        _fail(f"no task {task!r} in {task_file} (ids: {known})")
+        fail(f"no task {task!r} in {task_file} (ids: {known})", 2)
     try:
         traj = Trajectory.model_validate_json(trajectory.read_text())
     except OSError as e:
-        _fail(f"cannot read trajectory {trajectory}: {e}")
+        fail(f"cannot read trajectory {trajectory}: {e}", 2)
     except ValidationError as e:
         first = e.errors()[0]
-        _fail(f"{trajectory}: not a trajectory ({first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'})")
+        fail(f"{trajectory}: not a trajectory ({first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'})", 2)
     try:
         verdict = score_trajectory(b, chosen, traj)
     except EnvironmentLoadError as e:
-        _fail(f"{bundle}: cannot be served: {e}")
+        fail(f"{bundle}: cannot be served: {e}", 2)
     payload = {"task": chosen.id, "reward": verdict.score, **verdict.model_dump(mode="json")}
-    typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    print_json(payload)

@@ -28,9 +28,7 @@ from factory.sandbox import SandboxPool
 from factory.store import Store
 
 
-def gate_tool_tests(
-    store: Store, category: str, *, pool: SandboxPool, progress: Progress | None = None
-) -> StageRun:
+def gate_tool_tests(store: Store, category: str, *, pool: SandboxPool, progress: Progress | None = None) -> StageRun:
     """Assemble each environment from its database and tool code, generate its tests and gate it."""
     env_ids = sorted(
         set(require_manifest(store, DATABASES, category).kept) & set(require_manifest(store, TOOL_CODE, category).kept)
