@@ -3,15 +3,18 @@
 A hand-written version is never bumped when a generator changes, so a rerun would answer changed code
 with stale artifacts. Here the version of a stage is derived from the source of its module and of every
 `factory` module it imports (at the top or inside a function, found by reading the source, not by
-importing it), plus the data files shipped inside those packages (the topic catalog, word lists).
+importing it) or runs as a script by file name (the sandbox worker), plus the data files shipped
+inside those packages (the topic catalog) and the versions of the libraries they import.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import sys
 from collections.abc import Iterable
 from functools import cache
+from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from pathlib import Path
 
 PACKAGE = "factory"
@@ -31,32 +34,66 @@ def module_file(module: str, root: Path = SOURCE_ROOT) -> Path | None:
     return None
 
 
-def _is_package(module: str, root: Path) -> bool:
-    f = module_file(module, root)
-    return f is not None and f.name == "__init__.py"
-
-
-def imported_modules(module: str, root: Path = SOURCE_ROOT) -> set[str]:
-    """The `factory` modules that `module` imports anywhere in its source, with their parent packages."""
-    path = module_file(module, root)
-    if path is None:
-        raise ModuleNotFoundError(f"no module {module!r} under {root}")
-    tree = ast.parse(path.read_bytes(), filename=str(path))
-    package = module if _is_package(module, root) else module.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(tree):
+@cache
+def _scan(module: str, path: Path, mtime_ns: int, size: int) -> tuple[frozenset[str], frozenset[str]]:
+    """The module names `module` imports anywhere (relative ones made absolute) and the `.py` file names
+    its string constants name; the stat arguments key the cache, so an edited file is read again."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    imports: set[str] = set()
+    py_names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            imports.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*parent, base] if base else parent)
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    ours = {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
+            imports.add(base)
+            imports.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".py"):
+            py_names.add(node.value)
+    return frozenset(imports), frozenset(py_names)
+
+
+def _facts(module: str, root: Path) -> tuple[Path, frozenset[str], frozenset[str]]:
+    path = module_file(module, root)
+    if path is None:
+        raise ModuleNotFoundError(f"no module {module!r} under {root}")
+    stat = path.stat()
+    return path, *_scan(module, path, stat.st_mtime_ns, stat.st_size)
+
+
+def imported_modules(module: str, root: Path = SOURCE_ROOT) -> set[str]:
+    """The `factory` modules that `module` imports anywhere in its source, or runs as a script by file
+    name (`Path(__file__).with_name("_worker.py")`), with their parent packages."""
+    path, imports, py_names = _facts(module, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    scripts = {f"{package}.{n.removesuffix('.py')}" for n in py_names if "/" not in n and (path.parent / n).is_file()}
+    ours = {m for m in imports | scripts if m == PACKAGE or m.startswith(PACKAGE + ".")}
     modules = {m for m in ours if module_file(m, root) is not None}
     return modules | {p for m in modules for p in _parents(m)}
+
+
+_distributions = cache(packages_distributions)
+
+
+def library_versions(roots: Iterable[str], root: Path = SOURCE_ROOT) -> dict[str, str]:
+    """The installed version of every third-party distribution the closure of `roots` imports: a library
+    upgrade (Faker's word lists, say) changes outputs as surely as our own code does."""
+    top: set[str] = set()
+    for m in module_closure(roots, root):
+        top |= {name.split(".")[0] for name in _facts(m, root)[1]}
+    top -= {PACKAGE, "", *sys.stdlib_module_names}
+    mapping = _distributions()
+    out: dict[str, str] = {}
+    for name in sorted(top):
+        for dist in mapping.get(name, []):
+            try:
+                out[dist] = version(dist)
+            except PackageNotFoundError:
+                continue
+    return out
 
 
 def _parents(module: str) -> list[str]:
@@ -101,11 +138,14 @@ def source_files(roots: Iterable[str], root: Path = SOURCE_ROOT) -> list[Path]:
 
 
 def code_version(roots: Iterable[str], root: Path = SOURCE_ROOT) -> str:
-    """The content hash of everything `source_files` lists (relative paths and bytes)."""
+    """The content hash of everything `source_files` lists (relative paths and bytes) and of the
+    `library_versions` it runs on."""
     h = hashlib.sha256()
     for f in source_files(roots, root):
         h.update(f.relative_to(root).as_posix().encode() + b"\0")
         h.update(hashlib.sha256(f.read_bytes()).digest())
+    for dist, v in library_versions(roots, root).items():
+        h.update(f"{dist}=={v}\0".encode())
     return h.hexdigest()[:VERSION_LENGTH]
 
 

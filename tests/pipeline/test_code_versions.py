@@ -31,8 +31,9 @@ def tree(tmp_path: Path) -> Path:
             "factory/__init__.py": "",
             "factory/stage.py": "def run():\n    from factory.helpers.words import WORDS\n    return WORDS\n",
             "factory/helpers/__init__.py": "",
-            "factory/helpers/words.py": "from . import rules\nWORDS = ['a']\n",
-            "factory/helpers/rules.py": "import json\n",
+            "factory/helpers/words.py": "from . import rules\nWORDS = ['a']\nSCRIPT = 'job.py'  # run, not imported\n",
+            "factory/helpers/job.py": "print('runs in a subprocess')\n",
+            "factory/helpers/rules.py": "import json\nimport yaml\n",
             "factory/helpers/data/table.json": "[1]",
             "factory/other.py": "import factory.stage\n",
         },
@@ -43,6 +44,7 @@ def test_closure_follows_lazy_relative_and_package_imports(tree: Path):
     assert module_closure(["factory.stage"], tree) == [
         "factory",
         "factory.helpers",
+        "factory.helpers.job",
         "factory.helpers.rules",
         "factory.helpers.words",
         "factory.stage",
@@ -56,11 +58,25 @@ def test_version_changes_with_the_code_it_runs_and_only_that(tree: Path):
     assert code_version(["factory.stage"], tree) == before, "deterministic"
     (tree / "factory/other.py").write_text("import factory.stage\nX = 2\n")
     assert code_version(["factory.stage"], tree) == before, "a module the stage does not import"
-    (tree / "factory/helpers/rules.py").write_text("import json\nLIMIT = 3\n")
+    (tree / "factory/helpers/rules.py").write_text("import json\nimport yaml\nLIMIT = 3\n")
     after_rules = code_version(["factory.stage"], tree)
     assert after_rules != before, "a module imported two hops away"
     (tree / "factory/helpers/data/table.json").write_text("[2]")
-    assert code_version(["factory.stage"], tree) != after_rules, "a data file shipped with an imported package"
+    after_data = code_version(["factory.stage"], tree)
+    assert after_data != after_rules, "a data file shipped with an imported package"
+    (tree / "factory/helpers/job.py").write_text("print('changed')\n")
+    assert code_version(["factory.stage"], tree) != after_data, "a script the stage runs by file name"
+
+
+def test_version_changes_with_the_libraries_the_code_imports(tree: Path, monkeypatch):
+    import yaml
+
+    from factory.pipeline import code_versions
+
+    assert code_versions.library_versions(["factory.stage"], tree) == {"PyYAML": yaml.__version__}
+    before = code_version(["factory.stage"], tree)
+    monkeypatch.setattr(code_versions, "version", lambda dist: "99.0")
+    assert code_version(["factory.stage"], tree) != before, "an upgraded library"
 
 
 def test_a_missing_module_is_a_clear_error(tree: Path):
@@ -74,6 +90,7 @@ def test_every_stage_has_a_version_and_stages_run_only_their_own_code():
     assert "factory.envs.codegen" in closures["tool_code"]
     assert "factory.envs.codegen" not in closures["databases"], "tool code changes must not rebuild databases"
     assert "factory.pipeline.build.tool_code" not in closures["tool_tests"], "stages read upstream outputs, not code"
+    assert "factory.sandbox._worker" in closures["tool_tests"], "the sandbox worker script runs the tools"
 
 
 _PROBE = """
