@@ -1,19 +1,32 @@
-"""Lenient answer comparison: equal in meaning counts, a wrong value never does.
+"""The answer module of every verifier: an answer passes when it states the expected values and no competitor.
 
-Verifiers in the wild fail both ways (reasoning-gym's answer scorers among them): they accept wrong answers or reject
-right ones for formatting. The rules here normalize formatting only:
-- numbers: thousands separators, currency symbols and codes, a trailing `%` (15% equals 15 and 0.15),
-  trailing zeros; rounding shown to at least 2 decimals within half a unit of the last digit
-  (33.33 for 33.3333). A number is a whole token: 70 is not found in "170", "1,070" or "70.5".
-- strings: case, surrounding whitespace and punctuation, runs of spaces, `_` as a space. Spelling
-  variants are different values ("cancelled" is not "canceled"): a string similarity that accepted
-  them would also accept "inactive" for "active".
-- dates: ISO, `2024/03/05`, month names ("March 5, 2024", "5 Mar 2024"); day/month/year with slashes
-  only when unambiguous (03/05/2024 could be either and proves nothing).
-- booleans: yes/true and no/false.
-- lists: order does not matter unless `ordered=True`; text lists split on commas, semicolons, lines, "and".
-Not handled (rejected): number words ("seventy"), decimal commas ("70,5"). `answer_contains` is containment:
-it does not read negation ("not shipped" contains "shipped"); state checks carry that meaning.
+A competitor is a value of the same kind that a near-miss reading or another row would give; the caller
+names them (the other ids of the table, the other amounts of the column, a count's neighbours). Extra words
+and attributes of the right records pass ("Order ord_0003 for $45.00, shipped"); a dump or a hedge states a
+competitor and fails, whatever else it says ("either 60, 65 or 70"). Standard library only: program-task
+verifiers carry this module's source into the sandbox.
+
+Stating is lenient in form and strict in value:
+- numbers: a whole token (70 is not in "170", "1,070", "70.5", "ord_0070" or "ORD-70"), with currency signs
+  and codes, thousands separators, units and `%` (15% states 15 and 0.15); trailing zeros do not count; two
+  numbers written to different decimals, the shorter to at least 2, are equal when the longer rounds to the
+  shorter (33.33 and 33.3333). Digits of dates and times are not numbers, nor are codes with leading zeros
+  ("007"). Number words ("seventy") and decimal commas ("70,5") are not read.
+- dates and times: ISO, `2024/03/05`, month names ("March 5, 2024", "Tuesday, 5th of Mar 2024"), day/month/year
+  with `/`, `.` or `-` only when unambiguous (03/05/2024 could be either and states no date); a datetime needs its
+  day and its time ("on March 5, 2024 at 3:30 pm"); a time alone ("10:30") with am/pm read.
+- booleans: yes/true and no/false, and every such word in the answer must agree, so "yes or no" states neither
+  (nor does "Yes, no items are left": a plain answer avoids the other word).
+- text: case, spacing, edge punctuation and `_` as a space; between word boundaries ("order" is not in
+  "reorder"); spelling variants are different values ("cancelled" is not "canceled", as "inactive" is not
+  "active").
+- lists: every item stated, in any order unless the order was asked; a JSON list holds exactly the items.
+- named values: every value stated; where the answer names the same key, under that key.
+- JSON answers are decoded and read like prose: {"cancelled": 11} states 11.
+Negation is not read: "not shipped" states "shipped"; a check of the final state carries that meaning.
+
+`judge_answer` is the verdict on an answer; `answer_contains` is containment of one value in a text (also used
+to see what a question already says); `answers_match` is equality of two values (state values, whole answers).
 """
 
 from __future__ import annotations
@@ -22,25 +35,29 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from datetime import date, datetime, time
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 TRUE_WORDS = frozenset({"true", "yes"})
 FALSE_WORDS = frozenset({"false", "no"})
 NONE_WORDS = frozenset({"", "none", "null", "n/a"})
 MIN_ROUNDED_DECIMALS = 2  # "33.33" may stand for 33.3333; "33" may not stand for 33.4
+MAX_LISTED = 5  # values named in a verdict's detail
 
 _CURRENCY = "$€£¥₹"
 _UNIT_WORDS = r"usd|eur|gbp|jpy|inr|cad|aud|chf|cny|dollars?|euros?|pounds?"
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 _NUMBER_TOKEN = re.compile(
-    rf"(?<!\d)(?<!\d[.,])(?P<num>{_NUM})(?!\d)(?![.,]\d)(?P<pct>\s?(?:%|percent\b))?", re.IGNORECASE
+    rf"(?<!\w)(?<![A-Za-z_][-\u2212])(?<!\d[.,])(?P<num>{_NUM})(?![\d_])(?![.,]\d)(?P<pct>\s?(?:%|percent\b))?",
+    re.IGNORECASE,
 )
 _WHOLE_NUMBER = re.compile(
     rf"^(?:(?:{_UNIT_WORDS})\s*)?(?P<sign>[-+\u2212])?\s*[{_CURRENCY}]?\s*(?P<sign2>[-+\u2212])?\s*(?P<num>{_NUM})"
     rf"\s*(?P<pct>%|percent)?\s*(?:{_UNIT_WORDS})?$"
 )
+_BOOL_WORD = re.compile(r"(?<!\w)(yes|no|true|false)(?!\w)", re.IGNORECASE)
 _EDGE_PUNCT = " \t\r\n.,;:!?\"'`()[]{}“”\u2018\u2019«»"
 _MONTHS = {
     m: i + 1
@@ -76,7 +93,7 @@ _DATE_PATTERNS = [
 _TIME = re.compile(r"(?<!\d)(?P<h>\d{1,2}):(?P<m>\d{2})(?::(?P<s>\d{2}))?\s*(?P<ampm>am|pm)?(?![\d])", re.IGNORECASE)
 
 
-# --- normalization ------------------------------------------------------------------------------
+# --- reading values -----------------------------------------------------------------------------
 
 
 def normalize_text(text: str) -> str:
@@ -117,18 +134,25 @@ def _decimals(raw: str) -> int:
 
 
 def numbers_equal(expected: Decimal, shown: Decimal, decimals_shown: int, percent: bool = False) -> bool:
-    """`shown` (as written, with `decimals_shown` decimals) states `expected`. A percent also reads as a fraction."""
-    readings = [shown, shown / 100] if percent else [shown]
-    for got in readings:
-        if got == expected or abs(got - expected) <= Decimal("1e-9") * max(Decimal(1), abs(expected)):
-            return True
-        if percent and got is not shown:
-            continue
-        if decimals_shown >= MIN_ROUNDED_DECIMALS and -expected.as_tuple().exponent > decimals_shown:
-            q = Decimal(1).scaleb(-decimals_shown)
-            if got in (expected.quantize(q, ROUND_HALF_UP), expected.quantize(q, ROUND_HALF_EVEN)):
-                return True
-    return False
+    """`shown` (written with `decimals_shown` decimals) states `expected`; a percent also reads as a fraction,
+    with two more decimals."""
+    readings = [(shown, decimals_shown)] + ([(shown / 100, decimals_shown + 2)] if percent else [])
+    return any(_same_number(expected, got, places) for got, places in readings)
+
+
+def _same_number(expected: Decimal, got: Decimal, places: int) -> bool:
+    if abs(got - expected) <= Decimal("1e-9") * max(Decimal(1), abs(expected)):
+        return True
+    expected_places = max(0, -int(expected.as_tuple().exponent))
+    shorter = min(places, expected_places)
+    if places == expected_places or shorter < MIN_ROUNDED_DECIMALS:
+        return False
+    short, long = (got, expected) if places < expected_places else (expected, got)
+    q = Decimal(1).scaleb(-shorter)
+    try:
+        return short in (long.quantize(q, ROUND_HALF_UP), long.quantize(q, ROUND_HALF_EVEN))
+    except InvalidOperation:  # beyond the context's precision: no rounding reads it
+        return False
 
 
 def _valid_date(y: int, m: int, d: int) -> date | None:
@@ -171,6 +195,24 @@ def parse_date(text: str) -> date | datetime | None:
     return None
 
 
+def _time_from_match(m: re.Match[str]) -> time | None:
+    h, mi, s = int(m.group("h")), int(m.group("m")), int(m.group("s") or 0)
+    ampm = (m.group("ampm") or "").casefold()
+    if ampm and not 1 <= h <= 12:
+        return None
+    if ampm == "pm" and h < 12:
+        h += 12
+    elif ampm == "am" and h == 12:
+        h = 0
+    return time(h, mi, s) if h < 24 and mi < 60 and s < 60 else None
+
+
+def parse_time(text: str) -> time | None:
+    """A text that is one time of day: "10:30", "10:30:15", "3:30 pm"."""
+    m = _TIME.fullmatch(unicodedata.normalize("NFKC", text).strip(_EDGE_PUNCT))
+    return _time_from_match(m) if m is not None else None
+
+
 def _dates_equal(a: date | datetime, b: date | datetime) -> bool:
     if isinstance(a, datetime) != isinstance(b, datetime):
         return False
@@ -194,7 +236,7 @@ def _as_bool(value: Any) -> bool | None:
 def _as_number(value: Any) -> tuple[Decimal, bool, int] | None:
     d = _to_decimal(value)
     if d is not None:
-        return d, False, max(0, -d.as_tuple().exponent)
+        return d, False, max(0, -int(d.as_tuple().exponent))
     if isinstance(value, str):
         return parse_number(value)
     return None
@@ -204,7 +246,7 @@ def _as_number(value: Any) -> tuple[Decimal, bool, int] | None:
 
 
 def answers_match(expected: Any, actual: Any, *, ordered: bool = False) -> bool:
-    """`actual` states the same value as `expected` (see the module docstring for what counts)."""
+    """`actual` is the same value as `expected`, as a whole (see the module docstring for what counts)."""
     if isinstance(actual, str) and isinstance(expected, list | dict):
         parsed = _json_or_none(actual)
         if isinstance(parsed, type(expected)):
@@ -294,81 +336,188 @@ def split_list(text: str) -> list[str]:
 
 
 def answer_contains(answer_text: str, value: Any) -> bool:
-    """`value` is stated somewhere in the answer text (a number as a whole token, a string between word
-    boundaries, a date in any accepted format); lists and dicts need every item stated."""
+    """`value` is stated somewhere in the text (see the module docstring); a list or dict needs every item."""
     if answer_text is None:
         return False
-    text = str(answer_text)
-    if isinstance(value, list | tuple):
-        return bool(value) and all(answer_contains(text, v) for v in value)
-    if isinstance(value, dict):
-        return bool(value) and all(answer_contains(text, v) for v in value.values())
+    return _find(unicodedata.normalize("NFKC", str(answer_text)), value) is not None
+
+
+def _find(text: str, value: Any) -> int | None:
+    """Where `text` first states `value` (its start), or None."""
+    if isinstance(value, list | tuple | dict):
+        items = list(value.values() if isinstance(value, dict) else value)
+        found = [_find(text, v) for v in items]
+        return None if not items or None in found else min(p for p in found if p is not None)
     if value is None:
-        return _contains_string(text, "none") or _contains_string(text, "null")
+        found = [at for word in sorted(NONE_WORDS - {""}) if (at := _find_string(text, word)) is not None]
+        return min(found) if found else None
     as_bool = _as_bool(value)
     if as_bool is not None:
-        first = re.search(r"(?<!\w)(yes|no|true|false)(?!\w)", text, re.IGNORECASE)
-        return first is not None and (first.group(1).casefold() in TRUE_WORDS) is as_bool
+        return _find_bool(text, as_bool)
     number = _as_number(value)
     if number is not None:
-        return _contains_number(text, number[0])
+        return _find_number(text, number[0])
     if isinstance(value, str):
         as_date = parse_date(value)
         if as_date is not None:
-            return _contains_date(text, as_date)
-    return _contains_string(text, str(value))
+            return _find_date(text, as_date)
+        as_time = parse_time(value)
+        if as_time is not None:
+            return next((m.start() for m in _TIME.finditer(text) if _time_from_match(m) == as_time), None)
+    return _find_string(text, str(value))
 
 
-def _contains_string(text: str, value: str) -> bool:
-    needle = normalize_text(value)
-    if not needle:
-        return False
-    hay = " ".join(unicodedata.normalize("NFKC", text).casefold().replace("_", " ").split())
-    return re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", hay) is not None
+def _find_bool(text: str, expected: bool) -> int | None:
+    words = list(_BOOL_WORD.finditer(text))
+    if not words or any((w.group(1).casefold() in TRUE_WORDS) is not expected for w in words):
+        return None
+    return words[0].start()
 
 
-def _contains_number(text: str, expected: Decimal) -> bool:
-    masked = re.sub(_ISO_DT, " ", unicodedata.normalize("NFKC", text))
-    masked = _TIME.sub(" ", masked)
+def _find_string(text: str, value: str) -> int | None:
+    words = unicodedata.normalize("NFKC", value).replace("_", " ").strip(_EDGE_PUNCT).split()
+    if not words:
+        return None
+    pattern = r"(?<!\w)" + r"[\s_]+".join(re.escape(w) for w in words) + r"(?!\w)"
+    m = re.search(pattern, text, re.IGNORECASE)
+    return m.start() if m is not None else None
+
+
+@lru_cache(maxsize=64)
+def _numbers(text: str) -> tuple[tuple[int, Decimal, int, bool], ...]:
+    """Every number the text states: (start, value, decimals shown, had %), digits of dates and times masked."""
+    masked = text
+    for pattern in [*_DATE_PATTERNS, _TIME]:
+        masked = pattern.sub(lambda m: " " * len(m.group()), masked)
+    out = []
     for m in _NUMBER_TOKEN.finditer(masked):
         raw = m.group("num").replace(",", "")
-        try:
-            shown = Decimal(raw)
-        except InvalidOperation:
-            continue
-        start = m.start("num")
-        before = masked[:start].rstrip().rstrip(_CURRENCY).rstrip()
+        if re.match(r"0\d", raw):
+            continue  # a code such as "007", not a number
+        shown = Decimal(raw)
+        before = masked[: m.start("num")].rstrip(_CURRENCY)  # "-$5" is negative; a bullet "- 5" is not
         if before.endswith(("-", "\u2212")) and not before[:-1][-1:].isalnum():
             shown = -shown
-        if numbers_equal(expected, shown, _decimals(raw), m.group("pct") is not None):
-            return True
-    return False
+        out.append((m.start(), shown, _decimals(raw), m.group("pct") is not None))
+    return tuple(out)
 
 
-def _contains_date(text: str, expected: date | datetime) -> bool:
-    t = unicodedata.normalize("NFKC", text)
-    found: list[date | datetime] = []
+def _find_number(text: str, expected: Decimal) -> int | None:
+    return next((at for at, shown, places, pct in _numbers(text) if numbers_equal(expected, shown, places, pct)), None)
+
+
+def _find_date(text: str, expected: date | datetime) -> int | None:
+    found: list[tuple[int, date | datetime]] = []
     for pattern in _DATE_PATTERNS:
-        for m in pattern.finditer(t):
+        for m in pattern.finditer(text):
             d = _date_from_match(m)
             if d is not None:
-                found.append(d)
-    if any(_dates_equal(expected, d) for d in found):
-        return True
-    if isinstance(expected, datetime):
-        same_day = any(not isinstance(d, datetime) and d == expected.date() for d in found)
-        return same_day and _contains_time(t, expected)
-    return False
+                found.append((m.start(), d))
+    hits = [at for at, d in found if _dates_equal(expected, d)]
+    if isinstance(expected, datetime) and any(
+        _time_from_match(m) == expected.time().replace(microsecond=0) for m in _TIME.finditer(text)
+    ):
+        hits += [at for at, d in found if not isinstance(d, datetime) and d == expected.date()]
+    return min(hits) if hits else None
 
 
-def _contains_time(text: str, expected: datetime) -> bool:
-    for m in _TIME.finditer(text):
-        h, mi = int(m.group("h")), int(m.group("m"))
-        ampm = (m.group("ampm") or "").casefold()
-        if ampm == "pm" and h < 12:
-            h += 12
-        elif ampm == "am" and h == 12:
-            h = 0
-        if (h, mi) == (expected.hour, expected.minute) and int(m.group("s") or 0) == expected.second:
-            return True
-    return False
+# --- the verdict --------------------------------------------------------------------------------
+
+
+def judge_answer(
+    expected: Any, answer: Any, *, competitors: Sequence[Any] = (), ordered: bool = False
+) -> tuple[bool, str]:
+    """Whether `answer` (text or JSON value) states `expected` and none of `competitors`; the detail says why not.
+
+    A competitor that the expected value itself states (a rounding of it, an expected item) is not held against
+    the answer."""
+    if answer is None:
+        return False, "no answer"
+    given = _decoded(answer)
+    missing = _missing(expected, given, ordered)
+    if missing:
+        return False, missing
+    text = _as_text(given)
+    own = [_as_text(v) for v in _leaves(expected)]
+    stated = [c for c in competitors if not any(answer_contains(t, c) for t in own) and answer_contains(text, c)]
+    if stated:
+        return False, "also states " + _listed(stated)
+    return True, ""
+
+
+def _decoded(answer: Any) -> Any:
+    """An answer given as JSON text (an object, a list or a string), decoded; any other answer as it is."""
+    if isinstance(answer, str) and answer.strip()[:1] in ("{", "[", '"'):
+        parsed = _json_or_none(answer)
+        return answer if parsed is None else parsed
+    return answer
+
+
+def _as_text(value: Any) -> str:
+    """A value written as prose reads it: numbers in plain decimals, one line per item, "key: value"."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFKC", value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "\n".join(f"{_as_text(k)}: {_as_text(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return "\n".join(_as_text(v) for v in value)
+    number = _to_decimal(value)
+    return str(value) if number is None else format(number, "f")
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list | tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _listed(values: Sequence[Any]) -> str:
+    more = ", ..." if len(values) > MAX_LISTED else ""
+    return ", ".join(json.dumps(v, default=str) for v in values[:MAX_LISTED]) + more
+
+
+def _missing(expected: Any, given: Any, ordered: bool) -> str:
+    """What of `expected` the answer does not state ("" when it states it all)."""
+    if expected is None or (isinstance(expected, list | tuple | dict) and not expected):
+        if given in ([], {}) or (isinstance(given, str) and _find(given, None) is not None):
+            return ""
+        return "does not say there is none"
+    if isinstance(expected, dict):
+        return _missing_named(expected, given)
+    if isinstance(expected, list | tuple):
+        return _missing_items(list(expected), given, ordered)
+    return "" if _find(_as_text(given), expected) is not None else "does not state " + _listed([expected])
+
+
+def _missing_named(expected: dict[str, Any], given: Any) -> str:
+    keyed = {normalize_text(str(k)): _as_text(v) for k, v in given.items()} if isinstance(given, dict) else {}
+    text = _as_text(given)
+    absent = [k for k, v in expected.items() if _find(keyed.get(normalize_text(str(k)), text), v) is None]
+    return "" if not absent else "does not state " + ", ".join(f"{k} {_listed([expected[k]])}" for k in absent)
+
+
+def _missing_items(expected: list[Any], given: Any, ordered: bool) -> str:
+    if isinstance(given, list):
+        if len(given) != len(expected):
+            return f"lists {len(given)} items, not {len(expected)}"
+        texts = [_as_text(g) for g in given]
+        if ordered:
+            ok = all(_find(t, e) is not None for e, t in zip(expected, texts, strict=True))
+        else:
+            ok = _perfect_matching(expected, texts, lambda e, t: _find(t, e) is not None)
+        return "" if ok else "the items are not " + _listed(expected)
+    text = _as_text(given)
+    places = {i: _find(text, e) for i, e in enumerate(expected)}
+    absent = [expected[i] for i, at in places.items() if at is None]
+    if absent:
+        return "does not state " + _listed(absent)
+    starts = [at for at in places.values() if at is not None]
+    if ordered and starts != sorted(starts):
+        return "does not list them in the asked order"
+    return ""

@@ -1,4 +1,5 @@
-"""The program verifier's logic, called in-process: lenient answers, exact state checks, the verdict.
+"""The program verifier's logic, called in-process: the answer judged by the answer module with the task's
+competitors, exact state checks, the verdict.
 
 In production this module's source runs only in the sandbox, as each program task's verifier; here its
 functions are ordinary trusted code under test.
@@ -17,6 +18,7 @@ from factory.verify import program_verifier as pv
 EXPECTED: dict[str, Any] = {
     "answer": 70,
     "ordered": False,
+    "competitors": [69, 71],
     "keys": {"orders": "id", "budgets": "id", "products": "id"},
     "ignore": ["*.updated_at", "audit_log.*"],
     "tables": {
@@ -38,13 +40,13 @@ FINAL = {
 }
 
 
-def test_the_module_is_self_contained():
-    """Its source is the verifier the sandbox runs: standard library only, and no __future__ import, which
-    would have to come first in the task's verifier."""
+def test_the_module_imports_the_standard_library_and_the_answer_module():
+    """Its source follows the answer module's in the verifier the sandbox runs, without that one project import;
+    and no __future__ import, which would have to come first in the task's verifier."""
     tree = ast.parse(inspect.getsource(pv))
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert imported == {"fnmatch", "json", "re", "typing"}
+    assert imported == {"fnmatch", "json", "typing", "factory.verify.answers"}
 
 
 @pytest.mark.parametrize(
@@ -56,51 +58,20 @@ def test_number(value, number):
 
 
 @pytest.mark.parametrize(
-    ("expected", "actual", "ok"),
+    ("answer", "ok"),
     [
-        (70, 70, True),
-        (70, "70", True),
-        (70, "I spent $70.00 of the budget.", True),
-        (70, 70.004, True),
-        (70, "1,070", False),  # a number is a whole token
-        (70, "170", False),
-        (70, "70.5", False),
-        (70, 71, False),
-        (70, True, False),
-        (70, " ".join(str(70 + k) for k in range(-4, 5)), False),  # guessing many numbers
-        (1200.5, "1,200.50", True),
-        ("paid", "Paid.", True),
-        ("in_progress", "in progress", True),
-        ("pro_0001", "It is PRO_0001.", True),
-        ("pro_0001", "pro_00012", False),
-        ("pro_0001", ["pro_0001"], False),
-        ("paid", "unpaid", False),
+        ("I spent $70.00 of the budget.", True),
+        ('{"spent": 70}', True),
+        (70.0, True),
+        ("1,070", False),
+        ("70 or 71", False),  # a hedge: 71 is a competitor
+        (" ".join(str(70 + k) for k in range(-4, 5)), False),  # a dump
+        (None, False),
     ],
 )
-def test_scalar_answers_are_lenient_in_form_only(expected, actual, ok):
-    assert pv.scalar_ok(expected, actual) is ok
-
-
-def test_list_answers():
-    ids = ["pro_0001", "pro_0002"]
-    assert pv.list_ok(ids, ["pro_0002", "pro_0001"], ordered=False)
-    assert not pv.list_ok(ids, ["pro_0002", "pro_0001"], ordered=True)
-    assert pv.list_ok(ids, "PRO_0002 and pro_0001", ordered=False)
-    assert not pv.list_ok(ids, "pro_0001, pro_0002, pro_0003", ordered=False)  # an extra id
-    assert not pv.list_ok(ids, ["pro_0001"], ordered=False)
-    assert not pv.list_ok(ids, ["pro_0001", "pro_0001"], ordered=False)  # each item counts once
-    assert pv.list_ok(["pro_0001"], "pro_0001", ordered=False)
-    assert pv.list_ok([5], 5, ordered=False)
-
-
-def test_answers_arrive_as_values_or_text():
-    assert not pv.answer_ok(70, None, False)
-    assert pv.answer_ok(["a_1", "a_2"], '["a_2", "a_1"]', False)  # JSON text is decoded
-    named = {"customer_id": "cus_0003", "total": 120.5}
-    assert pv.answer_ok(named, {"customer": "cus_0003", "sum": "120.50"}, False)
-    assert pv.answer_ok(named, "Customer cus_0003 spent $120.50 in total.", False)
-    assert not pv.answer_ok(named, "Customer cus_0004 spent $120.50 in total.", False)
-    assert not pv.answer_ok(named, {"customer_id": "cus_0003"}, False)
+def test_the_answer_check_judges_with_the_tasks_competitors(answer, ok):
+    verdict = pv.check(EXPECTED, INITIAL, FINAL, answer)
+    assert verdict["checks"][0]["name"] == "answer" and verdict["checks"][0]["passed"] is ok
 
 
 def test_ignored_columns_match_table_dot_column():
@@ -138,7 +109,7 @@ def test_check_reports_the_answer_and_every_table_that_matters():
     assert [c["name"] for c in verdict["checks"] if not c["passed"]] == ["unchanged: products"]
     noop = pv.check(EXPECTED, INITIAL, INITIAL, None)
     assert [c["name"] for c in noop["checks"] if not c["passed"]] == ["answer", "state: budgets", "state: orders"]
-    assert noop["checks"][0]["detail"] == "expected 70"
+    assert noop["checks"][0]["detail"] == "expected 70: no answer"
 
 
 def test_verify_judges_against_the_tasks_expected(monkeypatch):
