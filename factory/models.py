@@ -300,16 +300,18 @@ class ToolCall(Model):
 class RubricCheck(Model):
     """One check of a rubric verifier.
 
-    kind: "answer_contains" (value must appear in the answer), "row_exists" (a row of `table`
-    matching `where` exists in the final state), "row_absent", "field_equals" (row matching `where`
-    has `field` == `value`).
+    kind: "answer_contains" (value must appear in the answer, and none of `competitors`), "row_exists"
+    (a row of `table` matching `where` exists in the final state), "row_absent", "field_equals" (row
+    matching `where` has `field` == `value`), "end_state" (the diff from the initial to the final state
+    equals `value`, the gold's diff, on every table; an empty diff for a read-only task).
     """
 
-    kind: Literal["answer_contains", "row_exists", "row_absent", "field_equals"]
+    kind: Literal["answer_contains", "row_exists", "row_absent", "field_equals", "end_state"]
     value: Any = None
     table: str | None = None
     where: dict[str, Any] | None = None
     field: str | None = None
+    competitors: list[Any] = Field(default_factory=list)  # answer values a wrong reading would give
     description: str = ""
 
 

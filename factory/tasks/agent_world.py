@@ -4,9 +4,12 @@
 `grading_rubric {success_criteria[], verified_tool_chain[{tool, args}]}`. Each becomes a graph task whose
 gold is the verified chain and whose rubric is built offline from what can be checked mechanically:
 - state checks from the chain's effect, replayed in a fresh session of the imported bundle (rows created,
-  fields changed, rows deleted; bookkeeping columns left out);
+  fields changed, rows deleted; bookkeeping columns left out), and an end_state check that nothing else
+  changes (a read-only chain: nothing at all);
 - answer checks for the values of the reference answer that the chain actually produced (ids, names,
-  numbers, dates), preferring those a success criterion names, whose text becomes the check's description.
+  numbers, dates), preferring those a success criterion names, whose text becomes the check's description;
+  their competitors are what another row or a near miss would give (the column's other values, a count's
+  neighbours), less what the question or the reference answer states.
 Free-text criteria that name no value are left to an LLM judge (a later stage). About half of the release
 cannot reproduce its chains, so the tasks go through the same filter and audit as our own.
 """
@@ -25,7 +28,9 @@ from factory.envs.importers import function_name
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
+from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import Solver
+from factory.tasks.programs.verifier import competitors
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
 from factory.verify.audit import primary_keys
@@ -125,9 +130,13 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
     produced = [leaf for r in replay.results if r.ok for leaf in _leaves(r.value)]
     produced += [leaf for c in chain for leaf in _leaves(c.args)]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
-    rubric = state_checks(diff, spec.bookkeeping) + answer_checks(
-        reference, produced, q.grading_rubric.success_criteria
-    )
+    answers = answer_checks(reference, produced, q.grading_rubric.success_criteria)
+    tables = sorted(set(replay.initial.tables) | set(replay.final.tables))
+    rows = {t: [*replay.initial.tables.get(t, []), *replay.final.tables.get(t, [])] for t in tables}
+    for check in answers:
+        near = competitors(check.value, rows)
+        check.competitors = [c for c in near if not any(answer_contains(text, c) for text in (q.task, reference))]
+    rubric = [*state_checks(diff, spec.bookkeeping), *answers, end_state_check(spec, replay.initial, replay.final)]
     mutating = {t.name for t in spec.tools if t.mutates}
     return Task(
         id="",

@@ -11,16 +11,19 @@ One task comes from one weighted random walk over the tool graph:
    only one) and says what it means as a phrasing `Intent`.
 4. The gold chain is replayed in a fresh session: answers and state checks that do not agree
    (clock- or uuid-derived values) are dropped, and a chain whose calls fail on replay is discarded.
-5. The answer (values to report) and the rubric (answer_contains per value; row_exists, row_absent and
-   field_equals from the state diff of the gold run) come from the executed chain.
+5. The answer (values to report) and the rubric come from the executed chain: answer_contains per value,
+   with the values a near miss would state instead as its competitors; row_exists, row_absent and
+   field_equals from the state diff of the gold run; and end_state, the whole diff, so that writes beyond
+   the gold's fail (a read-only chain: the state must not change).
 A chain is kept only when it is solvable: every value a write uses appears in the question or in the
-output of an earlier call, and the question names no tool.
+output of an earlier call, and the question names no tool; and when echoing the question cannot pass it.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,8 +49,9 @@ from factory.models import (
 from factory.naming import singular
 from factory.pipeline.registry import TASKS
 from factory.store import canonical_json, hash_value
+from factory.tasks.end_state import end_state_check
 from factory.tasks.phrasing import Filter, Intent, Style, compose_question, humanize, value_text
-from factory.verify.answers import answer_contains
+from factory.verify.answers import answer_contains, answers_match
 from factory.verify.rubric import run_check
 from factory.verify.state import ColumnFilter, RowChange, state_diff
 
@@ -57,6 +61,7 @@ WALK_SLACK = 4  # extra tools proposed per walk, since calls with empty/error/du
 ATTEMPTS_PER_TASK = 15
 MAX_PAGES = 6
 MAX_ASKS = 2
+MAX_COMPETITORS = 200  # per answer check: every other row's value for a catalog table, the nearest for bigger ones
 # Fields that make a record easy to name in a question, best first.
 LABEL_FIELDS = ("name", "title", "full_name", "subject", "display_name", "username", "flight_number", "code", "email")
 LABEL_SUFFIXES = ("name", "title", "number", "code", "email")
@@ -216,25 +221,36 @@ class GraphTaskSynthesizer:
         if knobs is not None and knobs.constraints and not any(s.constraint for s in steps):
             raise _WalkFailed("no constraint")
         checks = self.state_checks(steps, final)
+        end_state = end_state_check(self.spec, self.seed, final)
         replay_results, replay_final = self.replay(gold)
+        if not run_check(end_state, self.seed, replay_final, None).passed:
+            raise _WalkFailed("the gold's end state differs on replay")
         asks = self.stable_asks(steps, asks, replay_results)
         checks = [c for c in checks if run_check(c, self.seed, replay_final, None).passed]
+        mutates = any(s.tool.mutates for s in steps)
         if not asks and not checks:
             raise _WalkFailed("nothing stable to verify")
-        if any(s.tool.mutates for s in steps) and not checks:
+        if mutates and not checks:
             raise _WalkFailed("the writes cancel out")  # the audit wants an answer-only run to fail
         question = compose_question([s.intent for s in steps], [(e, f) for _, e, f, _ in asks], rng, style)
         self.check_question(question, steps)
         if any(isinstance(v, str) and answer_contains(question, v) for *_, v in asks):
             raise _WalkFailed("the question gives the answer away")
+        if not mutates and all(answer_contains(question, v) for *_, v in asks):
+            # Only the state could tell a real run from an echo, and a read-only task leaves it as it was.
+            raise _WalkFailed("every answer value is in the question: echoing the question would pass")
         answer_values: dict[str, Any] = {}
         for i, e, f, v in asks:
             key = f"{e} {f}".strip().replace("_", " ")
             answer_values[key if key not in answer_values else f"{key} (step {i + 1})"] = v
-        rubric = [
+        answer_checks = [
             RubricCheck(kind="answer_contains", value=v, description=f"answer states the {k}")
             for k, v in answer_values.items()
-        ] + checks
+        ]
+        stated = [question, *(canonical_json(v).decode() for v in answer_values.values())]
+        for check, ask in zip(answer_checks, asks, strict=True):
+            check.competitors = [c for c in self.competitors(steps, ask, final) if not _stated(stated, c)]
+        rubric = [*answer_checks, *checks, end_state]
         answer: Any = None
         if len(answer_values) == 1:
             answer = next(iter(answer_values.values()))
@@ -254,7 +270,7 @@ class GraphTaskSynthesizer:
             verifier=None,
             difficulty=difficulty,
             capabilities=self.capabilities(steps),
-            mutates=any(s.tool.mutates for s in steps),
+            mutates=mutates,
             lineage=self.lineage,
         )
 
@@ -768,6 +784,41 @@ class GraphTaskSynthesizer:
             asks += sorted(picks)
         return asks
 
+    def competitors(self, steps: list[Step], ask: Ask, final: Snapshot) -> list[Any]:
+        """Values a near miss would state instead of the asked one: another row's value of the same column
+        (another id of the table, another amount), or for an aggregate what a wrong count or filter gives."""
+        i, entity_name, name, value = ask
+        step = steps[i]
+        if not entity_name:
+            return self.aggregate_competitors(step, name, value)
+        entity = self.entities[entity_name]
+        pk = entity.primary_key
+        own = (step.record or {}).get(pk)
+        rows = [*self.rows(entity), *final.tables.get(entity.table, [])]
+        mine = {canonical_json(r.get(name)) for r in rows if r.get(pk) == own}  # its value before or after a write
+        return _others(value, [r.get(name) for r in rows if canonical_json(r.get(name)) not in mine])
+
+    def aggregate_competitors(self, step: Step, statistic: str, value: Any) -> list[Any]:
+        """A count's neighbours; the statistic without the question's filters; for min and max the column's other
+        values, for sum and mean those of the rows left out. Rows only count when they reproduce the value
+        (an earlier write in the chain may have changed the table)."""
+        near: list[Any] = [value - 1, value + 1] if statistic == "count" else []
+        entity = self.entities[step.entity or ""]
+        args = step.calls[0].args
+        column = args.get("field")
+        filters = {p: v for p, v in args.items() if p not in ("field", "group_by") and v is not None}
+        rows = self.rows(entity)
+        covered = [r for r in rows if all(r.get(p) == v for p, v in filters.items())]
+        got = _statistic(statistic, covered, column)
+        if got is None or not isinstance(value, int | float) or abs(got - value) > 0.01:
+            return _others(value, near)
+        if filters:
+            near.append(_statistic(statistic, rows, column))
+        if column is not None and statistic != "count":
+            others = rows if statistic in ("min", "max") else [r for r in rows if r not in covered]
+            near += [r.get(column) for r in others]
+        return _others(value, near)
+
     def state_checks(self, steps: list[Step], final: Snapshot) -> list[RubricCheck]:
         """Checks of the gold run's end state: changed fields, new rows, removed rows (bookkeeping ignored).
         Every write must leave a trace: a chain that creates a row and deletes it again is no errand."""
@@ -913,6 +964,41 @@ def _shift(value: str, rng: random.Random) -> str:
         chars[i] = rng.choice([x for x in pool if x != c])
         return "".join(chars)
     return value
+
+
+def _statistic(statistic: str, rows: list[dict[str, Any]], column: str | None) -> float | None:
+    """An aggregate tool's statistic recomputed over `rows` (2 decimals, as answers are asked for)."""
+    if statistic == "count":
+        return len(rows)
+    values = [r.get(column or "") for r in rows]
+    if not values or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return None
+    stats: dict[str, Callable[[list[Any]], float]] = {"sum": sum, "avg": statistics.fmean, "max": max, "min": min}
+    return round(stats[statistic](values), 2) if statistic in stats else None
+
+
+def _others(value: Any, candidates: list[Any]) -> list[Any]:
+    """Distinct scalar candidates other than `value`, nearest first (by distance for numbers, by the prefix
+    shared with `value` for text, so "ord_0041" comes before "ord_0001"), at most MAX_COMPETITORS. Common words
+    stay in ("back" as another doctor's room): an answer that hedges with one must fail like any other hedge."""
+    seen: dict[str, Any] = {}
+    for c in candidates:
+        if c is not None and not isinstance(c, bool | dict | list) and not answers_match(value, c):
+            seen.setdefault(canonical_json(c).decode(), c)
+    found = list(seen.values())
+    if isinstance(value, int | float) and all(isinstance(c, int | float) for c in found):
+        found.sort(key=lambda c: (abs(c - value), c))
+    else:
+        found.sort(key=lambda c: (-_shared_prefix(str(value), str(c)), str(c)))
+    return found[:MAX_COMPETITORS]
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _stated(texts: list[str], value: Any) -> bool:
+    return any(answer_contains(t, value) for t in texts)
 
 
 def _holds(output_json: str, value: Any) -> bool:

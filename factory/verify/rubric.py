@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from factory.models import CheckResult, RubricCheck, Snapshot, Verdict
-from factory.verify.answers import answer_contains, answers_match
+from factory.verify.answers import answers_match, judge_answer
+from factory.verify.program_verifier import state_checks
 from factory.verify.state import Tables
 
 RubricReward = Literal["all", "mean"]
@@ -35,6 +36,8 @@ def _rows(state: Snapshot | Tables, table: str) -> Sequence[Mapping[str, Any]] |
 def _label(check: RubricCheck) -> str:
     if check.description:
         return check.description
+    if check.kind == "end_state":
+        return "the end state is the gold's, and nothing else changed"
     if check.kind == "answer_contains":
         return f"answer contains {json.dumps(check.value, default=str)}"
     where = json.dumps(check.where or {}, sort_keys=True, default=str)
@@ -51,8 +54,10 @@ def run_check(
     if check.kind == "answer_contains":
         if check.value is None:
             return CheckResult(name=name, passed=False, detail="check has no value")
-        ok = answer is not None and answer_contains(answer, check.value)
-        return CheckResult(name=name, passed=ok, detail="" if ok else "value not stated in the answer")
+        ok, why = judge_answer(check.value, answer, competitors=check.competitors)
+        return CheckResult(name=name, passed=ok, detail=why)
+    if check.kind == "end_state":
+        return end_state_result(check, initial, final, name)
     if not check.table:
         return CheckResult(name=name, passed=False, detail=f"{check.kind} check names no table")
     rows = _rows(final, check.table)
@@ -77,6 +82,28 @@ def run_check(
     ok = not wrong
     detail = f"{len(matching)} matching rows" if ok else f"{check.field} is {json.dumps(wrong[:3], default=str)}"
     return CheckResult(name=name, passed=ok, detail=detail)
+
+
+def end_state_result(
+    check: RubricCheck, initial: Snapshot | Tables, final: Snapshot | Tables, name: str
+) -> CheckResult:
+    """The diff from `initial` to `final` must be the gold's diff on every table (`check.value`: the program
+    verifier's `tables`, `keys` and `ignore`), so extra writes fail as surely as missing ones. One comparison
+    serves both task kinds: the program verifier's, run here in-process."""
+    want = check.value
+    shape = {"tables": dict, "keys": dict, "ignore": list}
+    if not isinstance(want, dict) or not all(isinstance(want.get(k), t) for k, t in shape.items()):
+        return CheckResult(name=name, passed=False, detail="end_state check holds no gold diff")
+    failed = [
+        f"{c['name']}: {c['detail']}" for c in state_checks(want, _plain(initial), _plain(final)) if not c["passed"]
+    ]
+    return CheckResult(name=name, passed=not failed, detail="; ".join(failed)[:400])
+
+
+def _plain(state: Snapshot | Tables) -> dict[str, list[dict[str, Any]]]:
+    if isinstance(state, Snapshot):
+        return state.tables
+    return {t: [dict(r) for r in rows] for t, rows in state.items()}
 
 
 def rubric_verdict(

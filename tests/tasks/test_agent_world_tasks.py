@@ -7,8 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from factory.envs.bundle import Bundle
 from factory.envs.importers import import_agent_world
-from factory.tasks.agent_world import answer_checks, import_agent_world_tasks, load_questions, questions_path
+from factory.models import ToolCall
+from factory.tasks.agent_world import (
+    answer_checks,
+    import_agent_world_tasks,
+    load_questions,
+    question_task,
+    questions_path,
+)
+from factory.verify.rubric import rubric_verdict
+from factory.verify.scoring import environment_session_factory, replay_calls
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 RELEASE = FIXTURES / "agent_world" / "environment_mix"
@@ -47,7 +57,31 @@ def test_a_checkout_question_gets_state_and_answer_checks(library):
     assert {"L0006", "2025-03-15"} <= stated
     read_only = next(t for t in result.tasks if t.question.startswith("Which books"))
     assert not read_only.mutates
-    assert {"The Left Hand of Darkness", "Beloved", 2} <= {c.value for c in read_only.rubric}
+    assert {"The Left Hand of Darkness", "Beloved", 2} <= {c.value for c in read_only.rubric if c.kind != "end_state"}
+
+
+def test_imported_tasks_check_the_whole_end_state(library):
+    spec = Bundle.open(library).spec
+    extra = ToolCall(tool="checkout_book", args={"member_id": "M001", "book_id": "B002"})
+    env, session_factory = environment_session_factory(library)
+    with env:
+        tasks = [question_task(spec, q, session_factory, "") for q in load_questions(QUESTIONS / "0731001.json")]
+        checkout = next(t for t in tasks if t.question.startswith("Ada Okafor"))
+        read_only = next(t for t in tasks if t.question.startswith("Which books"))
+        near = {c.value: c.competitors for c in [*checkout.rubric, *read_only.rubric] if c.kind == "answer_contains"}
+        assert {"L0001", "L0005"} <= set(near["L0006"]) and "L0006" not in near["L0006"]
+        assert {1, 3} <= set(near[2]) and 2 not in near[2]
+        assert "The Left Hand of Darkness" not in near["Beloved"]  # the reference answer states it too
+        for task in (checkout, read_only):
+            (end_state,) = [c for c in task.rubric if c.kind == "end_state"]
+            assert bool(end_state.value["tables"]) == task.mutates
+            assert isinstance(task.gold, list) and isinstance(task.answer, str)
+            gold = replay_calls(session_factory, task.gold)
+            assert rubric_verdict(task.rubric, gold.initial, gold.final, task.answer).passed
+            more = replay_calls(session_factory, [*task.gold, extra])
+            assert more.results[-1].ok  # the extra loan went through, and only the end_state check sees it
+            verdict = rubric_verdict(task.rubric, more.initial, more.final, task.answer)
+            assert [c.name for c in verdict.checks if not c.passed] == [end_state.description], task.question
 
 
 def test_a_broken_released_tool_drops_its_question(tmp_path):

@@ -1,4 +1,5 @@
-"""Graph-walk tasks on real catalog bundles: yield, chain length, replay stability, solvability, knobs, determinism."""
+"""Graph-walk tasks on real catalog bundles: yield, chain length, replay stability, solvability, knobs, determinism,
+and rewards that writes beyond the gold's, echoes and near misses do not get."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from factory.tasks.phrasing import humanize
 from factory.tasks.walks import synthesize_graph_tasks
 from factory.verify.answers import answer_contains
 from factory.verify.rubric import rubric_verdict
+from factory.verify.state import canonical_state_hash
 
 TOPICS = ("online-shop", "retail-banking", "flight-booking")
 N = 12
@@ -174,3 +176,95 @@ def test_weak_edge_knob_sets_a_floor(envs):
     tasks = e.synthesize(2, n=4, knobs=Difficulty(chain_length=4, weak_edge_share=0.5))
     assert tasks
     assert all(t.difficulty.weak_edge_share >= 0.5 for t in tasks)
+
+
+def sprays(e: Env, t: Task) -> tuple[list[ToolCall], list[ToolCall]]:
+    """(the gold plus each write made to every other row of its table, each write made to every row without
+    the reads); a create is made once more."""
+    plus: list[ToolCall] = list(t.gold)
+    sprayed: list[ToolCall] = []
+    for c in t.gold:
+        tool = e.env.spec.tool(c.tool)
+        if not tool.mutates or tool.operation is None:
+            continue
+        entity = next(x for x in e.env.spec.entities if x.name == tool.operation.entity)
+        param = next((p for p in (f"{entity.name}_id", entity.primary_key) if p in c.args), None)
+        if param is None:
+            plus.append(c)
+            sprayed += [c, c]
+            continue
+        ids = [r[entity.primary_key] for r in e.seed.tables[entity.table]]
+        plus += [ToolCall(tool=c.tool, args={**c.args, param: i}) for i in ids if i != c.args[param]]
+        sprayed += [ToolCall(tool=c.tool, args={**c.args, param: i}) for i in ids]
+    return plus, sprayed
+
+
+def replayed(e: Env, calls: list[ToolCall]) -> Snapshot:
+    """The end state of `calls`, failed calls included (they change nothing)."""
+    with e.env.session() as s:
+        for c in calls:
+            s.call(c.tool, c.args)
+        return s.snapshot()
+
+
+def test_every_task_checks_the_whole_end_state(envs):
+    for _, t in all_tasks(envs):
+        end_states = [c for c in t.rubric if c.kind == "end_state"]
+        assert len(end_states) == 1, t.question
+        assert bool(end_states[0].value["tables"]) == t.mutates, t.question
+
+
+def test_writes_beyond_the_gold_fail(envs):
+    attacks = 0
+    for e, t in all_tasks(envs):
+        if not t.mutates:
+            continue
+        answer = json.dumps(t.answer) if t.answer is not None else ""
+        _, gold_final = e.run(t.gold)
+        gold_hash = canonical_state_hash(gold_final, e.env.spec.bookkeeping)
+        for calls in sprays(e, t):
+            final = replayed(e, calls)
+            if canonical_state_hash(final, e.env.spec.bookkeeping) == gold_hash:
+                continue  # every extra write failed (a unique email, no stock left): nothing to catch
+            attacks += 1
+            assert not rubric_verdict(t.rubric, e.seed, final, answer).passed, (t.question, len(calls))
+    assert attacks >= 20
+
+
+def test_a_read_only_task_fails_when_the_state_changed(envs):
+    read_only = [(e, t) for e, t in all_tasks(envs) if not t.mutates]
+    assert read_only
+    for e, t in read_only:
+        _, final = e.run(t.gold)
+        table = next(name for name, rows in sorted(final.tables.items()) if rows)
+        changed = {**final.tables, table: final.tables[table][1:]}
+        answer = json.dumps(t.answer)
+        assert rubric_verdict(t.rubric, e.seed, final, answer).passed
+        assert not rubric_verdict(t.rubric, e.seed, Snapshot(tables=changed), answer).passed, t.question
+
+
+def test_echoing_the_question_fails(envs):
+    for e, t in all_tasks(envs):
+        assert not rubric_verdict(t.rubric, e.seed, e.seed, t.question).passed, t.question
+
+
+def test_answer_checks_name_the_near_misses(envs):
+    ids = counts = 0
+    for e, t in all_tasks(envs):
+        answer = json.dumps(t.answer)
+        for c in t.rubric:
+            if c.kind != "answer_contains":
+                continue
+            assert c.value not in c.competitors, (t.question, c.value)
+            assert not any(answer_contains(t.question, x) or answer_contains(answer, x) for x in c.competitors)
+            if c.description.endswith(" id"):  # a created row's id: the table's other ids compete
+                ids += 1
+                table = next(x.table for x in e.env.spec.entities if c.description == f"answer states the {x.name} id")
+                _, final = e.run(t.gold)
+                others = {r["id"] for r in final.tables[table]} - {c.value}
+                assert set(c.competitors) == {x for x in others if not answer_contains(t.question, x)}
+            if c.description == "answer states the count":
+                counts += 1
+                neighbours = {c.value - 1, c.value + 1}
+                assert {x for x in neighbours if not answer_contains(t.question, x)} <= set(c.competitors)
+    assert ids and counts

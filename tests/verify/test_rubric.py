@@ -95,3 +95,41 @@ def test_details_note_rows_already_present():
     result = run_check(check, INITIAL, FINAL, None)
     assert result.passed and result.name == "Ada exists" and "initial" in result.detail
     assert rubric_verdict([check], INITIAL.tables, FINAL.tables, None).passed  # plain dict states too
+
+
+END_STATE = RubricCheck(
+    kind="end_state",
+    value={
+        "tables": {
+            "orders": {
+                "changed": {"1": {"status": "shipped"}},
+                "added": [{"customer_id": 8, "status": "placed", "total": 30, "gift": 0}],
+                "removed": [2],
+            }
+        },
+        "keys": {"orders": "id", "customers": "id"},
+        "ignore": [],
+    },
+)
+
+
+def test_end_state_needs_exactly_the_gold_diff():
+    result = run_check(END_STATE, INITIAL, FINAL, None)
+    assert result.passed and result.name == "the end state is the gold's, and nothing else changed"
+    assert run_check(END_STATE, INITIAL.tables, FINAL.tables, None).passed  # plain dict states too
+    renamed = Snapshot(tables={**FINAL.tables, "customers": [{"id": 7, "name": "Ada"}, {"id": 8, "name": "Bob"}]})
+    result = run_check(END_STATE, INITIAL, renamed, None)
+    assert not result.passed and result.detail == "unchanged: customers: 8 is not as expected"
+    assert not run_check(END_STATE, INITIAL, INITIAL, None).passed
+    new_id = [{**r, "id": 30} if r["id"] == 3 else r for r in FINAL.tables["orders"]]
+    assert run_check(END_STATE, INITIAL, Snapshot(tables={**FINAL.tables, "orders": new_id}), None).passed
+    # The rows the gold touched are right, yet the row was created twice.
+    again = {**FINAL.tables["orders"][1], "id": 4}
+    twice = Snapshot(tables={**FINAL.tables, "orders": [*FINAL.tables["orders"], again]})
+    assert not run_check(END_STATE, INITIAL, twice, None).passed
+
+
+def test_malformed_end_state_checks_fail_with_a_reason():
+    for value in (None, {}, {"tables": {}, "keys": {}}, {"tables": [], "keys": {}, "ignore": []}):
+        result = run_check(RubricCheck(kind="end_state", value=value), INITIAL, INITIAL, None)
+        assert not result.passed and result.detail == "end_state check holds no gold diff"
