@@ -11,6 +11,7 @@ import pytest
 
 from factory.models import Difficulty, EntitySpec, FieldSpec, Task, ToolOperation, ToolSpec
 from factory.tasks.programs import FAMILIES, FAMILY_MARK, PAGE_SIZE, Condition, conditions, family_of, page_size
+from factory.tasks.programs.conditions import Selection, StatusRule
 from factory.tasks.programs.draft import Draft, program
 from factory.tasks.programs.view import default_page
 
@@ -61,10 +62,46 @@ def test_conditions_select_some_rows_and_their_code_agrees_with_their_test():
         (Condition("rush", "==", True, "rush"), 'whose "rush" flag is set'),
         (Condition("total", ">", 50, "total"), "whose total is above 50"),
         (Condition("placed", "before", "2024-03-01", "placed"), "whose placed is before 2024-03-01"),
+        (Condition("items", ">=", 3, "items"), "whose items is at least 3"),
+        (Condition("items", "<=", 2, "items"), "whose items is at most 2"),
+        (Condition("placed", "on or after", "2024-03-01", "placed"), "whose placed is on or after 2024-03-01"),
     ],
 )
 def test_conditions_in_words(condition, phrase):
     assert condition.phrase() == phrase
+
+
+def test_the_readings_a_condition_leaves_open():
+    assert Condition("total", ">", 50, "total").inclusive() == Condition("total", ">=", 50, "total")
+    before = Condition("placed", "before", "2024-03-01", "placed")
+    assert before.inclusive() == Condition("placed", "on or before", "2024-03-01", "placed")
+    assert Condition("items", ">=", 3, "items").inclusive() is None  # the words settle the boundary
+    lister = _lister({"type": "integer"})
+    lister.parameters["properties"]["min_total"] = {"type": "number"}
+    assert Condition("total", ">", 50, "total").tool_filter(lister) == {"min_total": 50}
+    assert Condition("total", "<", 50, "total").tool_filter(lister) is None  # no max_total to read it with
+    assert Condition("status", "==", "paid", "status").tool_filter(lister) is None
+
+
+def test_a_status_rule_is_said_tested_and_coded_alike():
+    left_out = StatusRule("orders", (("status", ("void",)),), counted=False)
+    assert left_out.phrase() == 'leaving out orders whose status is "void"'
+    assert left_out.flipped().phrase() == 'including orders whose status is "void"'
+    for rule in (left_out, left_out.flipped()):
+        assert [r for r in ROWS if rule.test(r)] == [r for r in ROWS if eval(rule.code(), {"row": r})]
+    assert sum(left_out.test(r) for r in ROWS) == 8
+
+
+def test_a_selection_rules_the_voided_rows_it_reads_and_codes_its_reading():
+    cond = Condition("total", ">", 45, "total")
+    sel = Selection(ENTITY, _lister({"type": "integer"}), cond).ruled(ROWS, random.Random(0))
+    assert sel.status is not None and sel.status.states == (("status", ("void",)),)
+    assert sel.phrase() == f"whose total is above 45, {sel.status.phrase()}"
+    assert sel.unruled(ROWS) == ()
+    assert [r for r in ROWS if sel.test(r)] == [r for r in ROWS if eval(sel.code(), {"row": r})]
+    assert sel.fetch(50) == "_all(tools.list_orders, 50)" and sel.fetch(None) == "_all(tools.list_orders)"
+    paid = Selection(ENTITY, _lister({"type": "integer"}), Condition("status", "==", "paid", "status"))
+    assert paid.ruled(ROWS, random.Random(0)) == paid  # it reads no voided row
 
 
 def test_a_missing_value_matches_no_condition():

@@ -185,6 +185,7 @@ def test_gold_buys_three_of_a_two_of_b_and_none_of_c(shop, restock_task):
     assert restock_task.mutates and {"constraint", "mutation", "loops"} <= set(restock_task.capabilities)
     assert set(restock_task.difficulty.constraints) == {"budget", "supply"}
     assert "bud_0001" in restock_task.question and "create_purchase_order" not in restock_task.question
+    assert "that" not in restock_task.question.split()  # "the product", "the supplier item's own stock": one referent
     with env.session() as s:
         run = s.run_program(str(restock_task.gold))
         orders = s.snapshot().tables["purchase_orders"]

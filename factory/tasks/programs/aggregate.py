@@ -6,9 +6,17 @@ import random
 from collections.abc import Iterator
 
 from factory.models import Difficulty
-from factory.tasks.programs.conditions import conditions
-from factory.tasks.programs.draft import Draft, limited, program
+from factory.tasks.programs.conditions import Selection, conditions
+from factory.tasks.programs.draft import Draft, Writer, limited, program
 from factory.tasks.programs.view import EnvView, as_number, numeric_fields, page_size, words
+
+
+def _writer(expr: str) -> Writer:
+    def write(selections: tuple[Selection, ...]) -> str:
+        (sel,) = selections
+        return program(f"rows = [row for row in {sel.fetch(page_size(sel.tool))} if {sel.code()}]\nreturn {expr}")
+
+    return write
 
 
 def propose_aggregate(view: EnvView, rng: random.Random) -> Iterator[Draft]:
@@ -17,20 +25,19 @@ def propose_aggregate(view: EnvView, rng: random.Random) -> Iterator[Draft]:
     for e, tool in view.listable():
         rows = view.rows(e)
         for cond in conditions(e, rows, rng):
-            matched = [r for r in rows if cond.test(r)]
-            combos.append((e, tool, cond, None, "count"))
+            sel = Selection(e, tool, cond).ruled(rows, rng)
+            matched = [r for r in rows if sel.test(r)]
+            if matched:
+                combos.append((sel, cond, None, "count"))
             for f in numeric_fields(e):
                 if f.name != cond.field and sum(as_number(r.get(f.name)) is not None for r in matched) >= 2:
-                    combos.append((e, tool, cond, f, rng.choice(["sum", "avg", "max", "min"])))
-    for e, tool, cond, f, agg in limited(combos, rng):
-        things, one = words(e.table), words(e.name)
-        if agg == "count":
+                    combos.append((sel, cond, f, rng.choice(["sum", "avg", "max", "min"])))
+    for sel, cond, f, agg in limited(combos, rng):
+        things, one, where = words(sel.entity.table), words(sel.entity.name), sel.phrase()
+        if f is None:
             expr = "len(rows)"
             question = rng.choice(
-                [
-                    f"How many {things} are there {cond.phrase()}?",
-                    f"Count every {one} {cond.phrase()}. How many are there?",
-                ]
+                [f"How many {things} are there {where}?", f"Count every {one} {where}. How many are there?"]
             )
         else:
             values = f"[r[{f.name!r}] for r in rows if r.get({f.name!r}) is not None]"
@@ -43,17 +50,19 @@ def propose_aggregate(view: EnvView, rng: random.Random) -> Iterator[Draft]:
             what = {"sum": "total", "avg": "average", "max": "highest", "min": "lowest"}[agg]
             question = rng.choice(
                 [
-                    f"What is the {what} {words(f.name)} of all {things} {cond.phrase()}?",
-                    f"Looking at every {one} {cond.phrase()}, what is their {what} {words(f.name)}?",
+                    f"What is the {what} {words(f.name)} of all {things} {where}?",
+                    f"Looking at every {one} {where}, what is their {what} {words(f.name)}?",
                 ]
             )
             if agg == "avg" or (agg == "sum" and f.type == "number"):
                 question += " Round to 2 decimals."
-        body = f"rows = [row for row in _all(tools.{tool.name}, {page_size(tool)}) if {cond.code()}]\nreturn {expr}"
+        write = _writer(expr)
         yield Draft(
             family="aggregate",
             question=question,
-            program=program(body),
+            program=write((sel,)),
             capabilities=["loops", "aggregation"],
             difficulty=Difficulty(chain_length=1, constraints=[f"{cond.field} {cond.op}"]),
+            selections=(sel,),
+            write=write,
         )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from factory.models import Difficulty
+from factory.tasks.programs.conditions import Selection
 from factory.tasks.programs.view import EnvView
 
 PROPOSALS_PER_FAMILY = 24
@@ -41,9 +42,17 @@ def program(body: str) -> str:
     return PRELUDE + "\n\ndef solve(tools):\n" + "".join(f"    {line}\n" if line else "\n" for line in body.split("\n"))
 
 
+Writer = Callable[[tuple[Selection, ...]], str]
+
+
 @dataclass
 class Draft:
-    """One proposed task before its gold has run."""
+    """One proposed task before its gold has run.
+
+    `selections` are the rows the gold reads, as the question words them, and `write` makes the gold for other
+    selections: synthesis runs the readings the words leave open (a boundary row, voided rows, the list tool's
+    own filter) and drops the draft when one of them gives another answer.
+    """
 
     family: str
     question: str
@@ -51,6 +60,8 @@ class Draft:
     capabilities: list[str]
     difficulty: Difficulty
     mutates: bool = False
+    selections: tuple[Selection, ...] = ()
+    write: Writer | None = None
 
 
 Proposer = Callable[[EnvView, random.Random], Iterator[Draft]]

@@ -6,11 +6,19 @@ import random
 from collections.abc import Iterator
 
 from factory.models import Difficulty
-from factory.tasks.programs.conditions import conditions
-from factory.tasks.programs.draft import Draft, limited, program
+from factory.tasks.programs.conditions import Selection, conditions
+from factory.tasks.programs.draft import Draft, Writer, limited, program
 from factory.tasks.programs.view import EnvView, default_page, words
 
 MAX_LISTED = 15  # answers that list ids stay short enough to type
+
+
+def _writer(key: str) -> Writer:
+    def write(selections: tuple[Selection, ...]) -> str:
+        (sel,) = selections  # the tool's default page size: the rows span several pages
+        return program(f"rows = {sel.fetch(None)}\nreturn [row[{key!r}] for row in rows if {sel.code()}]")
+
+    return write
 
 
 def propose_pagination(view: EnvView, rng: random.Random) -> Iterator[Draft]:
@@ -22,23 +30,26 @@ def propose_pagination(view: EnvView, rng: random.Random) -> Iterator[Draft]:
         if len(rows) <= size:
             continue
         for cond in conditions(e, rows, rng):
-            hits = [i for i, r in enumerate(rows) if cond.test(r)]
+            sel = Selection(e, tool, cond).ruled(rows, rng)
+            hits = [i for i, r in enumerate(rows) if sel.test(r)]
             if 2 <= len(hits) <= MAX_LISTED and hits[-1] >= size:
-                combos.append((e, tool, cond, size))
-    for e, tool, cond, size in limited(combos, rng):
-        things = words(e.table)
+                combos.append((sel, cond, size))
+    for sel, cond, size in limited(combos, rng):
+        things, where = words(sel.entity.table), sel.phrase()
         question = rng.choice(
             [
-                f"List the IDs of all {things} {cond.phrase()}; make sure you look at every page of results.",
-                f"Find every one of the {things} {cond.phrase()} (there are more than {size} {things}, so check them "
+                f"List the IDs of all {things} {where}; make sure you look at every page of results.",
+                f"Find every one of the {things} {where} (there are more than {size} {things}, so check them "
                 "all) and give their IDs.",
             ]
         )
-        body = f"rows = _all(tools.{tool.name})\nreturn [row[{e.primary_key!r}] for row in rows if {cond.code()}]"
+        write = _writer(sel.entity.primary_key)
         yield Draft(
             family="pagination",
             question=question,
-            program=program(body),
+            program=write((sel,)),
             capabilities=["loops", "pagination"],
             difficulty=Difficulty(chain_length=1, pagination=True, constraints=[f"{cond.field} {cond.op}"]),
+            selections=(sel,),
+            write=write,
         )

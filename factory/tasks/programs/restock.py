@@ -149,11 +149,11 @@ def propose_restock(view: EnvView, rng: random.Random) -> Iterator[Draft]:
         products, offer, stock = words(plan.product.table), words(plan.offer.name), words(plan.stock)
         goal = f"its {words(plan.target)}" if level is None else f"{level} units"
         below = f"whose {stock} is below {goal}"
-        supply = f", nor the {words(plan.supply)} that {offer} has" if plan.supply else ""
+        supply = f", nor the {offer}'s own {words(plan.supply)}" if plan.supply else ""
         question = rng.choice(
             [
                 f"Restock every one of the {products} {below}: going through them in ID order, order the missing "
-                f"units up to {goal} from the cheapest {offer} for that product, charged to budget {budget_id} "
+                f"units up to {goal} from the cheapest {offer} for the product, charged to budget {budget_id} "
                 f"({words(plan.budget_field)} {remaining}). Never exceed what the budget has left{supply}: when "
                 "either runs short, order as many units as it allows, and skip a product when none can be ordered. "
                 f"Each order's {words(plan.amount)} is its units times the {offer}'s {words(plan.cost)}. "

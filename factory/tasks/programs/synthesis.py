@@ -1,25 +1,42 @@
-"""Synthesis: run each draft's gold in a fresh session and keep the drafts whose gold makes a task."""
+"""Synthesis: run each draft's gold in a fresh session and keep the drafts whose gold makes a task.
+
+A task has one right answer only if its question has one reading: before a draft is kept, the readings its
+words leave open (a row on the threshold counted, voided rows left out, the list tool's own range filter) run
+as gold programs too, and a draft that any of them answers differently is dropped with that reading.
+"""
 
 from __future__ import annotations
 
 import math
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from typing import Any
 
 from factory.envs.bundle import Bundle
-from factory.envs.runtime import Session
-from factory.models import EnvSpec, Lineage, Task, ToolSpec
+from factory.envs.runtime import ProgramRun, Session
+from factory.models import Lineage, Task, ToolSpec
 from factory.pipeline.registry import TASKS
 from factory.store import hash_value
+from factory.tasks.programs.conditions import Selection, StatusRule
 from factory.tasks.programs.draft import Draft
 from factory.tasks.programs.registry import FAMILIES, FAMILY_MARK
 from factory.tasks.programs.verifier import expected_changes, verifier_source
-from factory.tasks.programs.view import EnvView, Rows
+from factory.tasks.programs.view import EnvView, Rows, words
 
 SessionFactory = Callable[[], AbstractContextManager[Session]]
+Changes = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class DroppedDraft:
+    """A draft that made no task, and why."""
+
+    family: str
+    question: str
+    reason: str
 
 
 def names_a_tool(question: str, tools: list[ToolSpec]) -> bool:
@@ -27,29 +44,85 @@ def names_a_tool(question: str, tools: list[ToolSpec]) -> bool:
     return any(re.search(rf"\b{re.escape(t.name)}\b", question) for t in tools)
 
 
-def _acceptable(draft: Draft, answer: Any, changes: dict[str, dict[str, Any]]) -> bool:
-    """A gold run worth a task: a real answer, and a state change exactly when the task asks for one."""
+def _unacceptable(draft: Draft, answer: Any, changes: Changes) -> str | None:
+    """Why a gold run is worth no task: no real answer, or a state change where the task asks for none (or
+    none where it asks for one)."""
     if answer is None or answer == [] or answer == {}:
-        return False
+        return "trivial: the gold answers nothing"
     if isinstance(answer, float) and not math.isfinite(answer):
-        return False
-    return bool(changes) == draft.mutates
+        return "trivial: the gold's answer is not a finite number"
+    if bool(changes) != draft.mutates:
+        return "mutation: the gold writes nothing" if draft.mutates else "mutation: a read-only task's gold writes"
+    return None
 
 
-def realize(
-    draft: Draft, bundle: Bundle, spec: EnvSpec, seed: dict[str, Rows], session_factory: SessionFactory
-) -> Task | None:
-    """Run the draft's gold in a fresh session and turn it into a Task; None when the gold fails or says nothing."""
-    if names_a_tool(draft.question, spec.tools):
-        return None
+def _run(program: str, view: EnvView, session_factory: SessionFactory) -> tuple[ProgramRun, Changes]:
+    """`program` run in a fresh session: what it did, and what it wrote to the seed state."""
     with session_factory() as session:
-        run = session.run_program(draft.program)
-        if run.error is not None:
-            return None
+        run = session.run_program(program)
         final = session.snapshot().tables
-    changes = expected_changes(spec, seed, final)
-    if not _acceptable(draft, run.answer, changes):
-        return None
+    return run, expected_changes(view.spec, view.seed, final)
+
+
+def _status_reason(rule: StatusRule) -> str:
+    return f"ambiguous: answer changes if {rule.things} {rule.which()} {'count' if rule.counted else 'do not count'}"
+
+
+def _open_readings(sel: Selection, rows: Rows, question: str) -> Iterator[tuple[str, Selection]]:
+    """Other readings of one selection the question's words allow, each with the reason it would give to drop."""
+    cond = sel.condition
+    inclusive = cond.inclusive() if cond is not None else None
+    if cond is not None and inclusive is not None:
+        other = replace(sel, condition=inclusive)
+        boundary = [str(r.get(sel.entity.primary_key)) for r in rows if other.test(r) and not sel.test(r)]
+        if boundary:  # the rows either reading picks are the same otherwise: so is the answer
+            sit = "row " + boundary[0] + " sits" if len(boundary) == 1 else f"rows {', '.join(boundary[:3])} sit"
+            yield f"ambiguous: boundary {sit} on the threshold {cond.value}", other
+    filters = cond.tool_filter(sel.tool) if cond is not None else None
+    if filters:
+        said = ", ".join(f"{k}={v!r}" for k, v in filters.items())
+        yield f"ambiguous: the list tool's own filter ({said}) gives another answer", replace(sel, via_tool=True)
+    if sel.status is not None and sel.status.phrase() not in question:
+        yield _status_reason(sel.status.flipped()), replace(sel, status=sel.status.flipped())
+    states = sel.unruled(rows) if sel.status is None else ()
+    if states:
+        rule = StatusRule(words(sel.entity.table), states, counted=False)
+        yield _status_reason(rule), replace(sel, status=rule)
+
+
+def other_readings(draft: Draft, view: EnvView) -> list[tuple[str, str]]:
+    """(reason, gold program) of each reading the question leaves open and the seed data could tell apart."""
+    if draft.write is None:
+        return []
+    out = []
+    for i, sel in enumerate(draft.selections):
+        for reason, other in _open_readings(sel, view.rows(sel.entity), draft.question):
+            out.append((reason, draft.write((*draft.selections[:i], other, *draft.selections[i + 1 :]))))
+    return out
+
+
+def ambiguity(
+    draft: Draft, view: EnvView, session_factory: SessionFactory, answer: Any, changes: Changes
+) -> str | None:
+    """The first open reading whose gold gives another answer or other writes than the draft's, as a drop reason."""
+    for reason, source in other_readings(draft, view):
+        run, wrote = _run(source, view, session_factory)
+        if run.error is None and (run.answer, wrote) != (answer, changes):
+            return reason
+    return None
+
+
+def realize(draft: Draft, bundle: Bundle, view: EnvView, session_factory: SessionFactory) -> Task | str:
+    """Run the draft's gold in a fresh session and turn it into a Task; or say why it makes none."""
+    spec, seed = view.spec, view.seed
+    if names_a_tool(draft.question, spec.tools):
+        return "names a tool: questions describe goals, never calls"
+    run, changes = _run(draft.program, view, session_factory)
+    if run.error is not None:
+        return f"gold failed: {run.error}"
+    reason = _unacceptable(draft, run.answer, changes) or ambiguity(draft, view, session_factory, run.answer, changes)
+    if reason is not None:
+        return reason
     task_id = f"{spec.id}{FAMILY_MARK}{draft.family}-{hash_value([draft.question, draft.program])[:10]}"
     tools_used = {c.tool for c in run.calls}
     pages = sum(1 for c in run.calls if "offset" in c.args)
@@ -67,7 +140,7 @@ def realize(
         question=draft.question,
         answer=run.answer,
         gold=draft.program,
-        verifier=verifier_source(task_id, spec, run.answer, changes),
+        verifier=verifier_source(task_id, spec, run.answer, changes, seed),
         difficulty=difficulty,
         capabilities=capabilities,
         mutates=draft.mutates,
@@ -79,11 +152,18 @@ def realize(
     )
 
 
-def synthesize_program_tasks(bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int) -> list[Task]:
+def synthesize_program_tasks(
+    bundle: Bundle,
+    session_factory: SessionFactory,
+    rng: random.Random,
+    n: int,
+    dropped: list[DroppedDraft] | None = None,
+) -> list[Task]:
     """Up to `n` program tasks on one environment, spread over the families that apply to it.
 
     Families take turns (in an order drawn from `rng`); each proposes instances on the seed state, and an
-    instance becomes a task only when its gold program runs cleanly and gives a non-trivial answer.
+    instance becomes a task only when its gold program runs cleanly, gives a non-trivial answer, and no other
+    reading of its question answers differently. The drafts that made no task go to `dropped`, with why.
     """
     if n <= 0:
         return []
@@ -107,7 +187,9 @@ def synthesize_program_tasks(bundle: Bundle, session_factory: SessionFactory, rn
             if draft.program in seen:
                 continue
             seen.add(draft.program)
-            task = realize(draft, bundle, spec, seed, session_factory)
-            if task is not None:
+            task = realize(draft, bundle, view, session_factory)
+            if isinstance(task, Task):
                 tasks.append(task)
+            elif dropped is not None:
+                dropped.append(DroppedDraft(draft.family, draft.question, task))
     return tasks

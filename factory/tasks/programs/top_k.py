@@ -6,9 +6,22 @@ import random
 from collections.abc import Iterator
 
 from factory.models import Difficulty
-from factory.tasks.programs.conditions import conditions
-from factory.tasks.programs.draft import Draft, limited, program
+from factory.tasks.programs.conditions import Selection, conditions
+from factory.tasks.programs.draft import Draft, Writer, limited, program
 from factory.tasks.programs.view import EnvView, as_number, numeric_fields, page_size, words
+
+
+def _writer(field: str, key: str, highest: bool, pick: str) -> Writer:
+    def write(selections: tuple[Selection, ...]) -> str:
+        (sel,) = selections
+        return program(
+            f"rows = [row for row in {sel.fetch(page_size(sel.tool))}"
+            f" if row.get({field!r}) is not None and ({sel.code()})]\n"
+            f"rows.sort(key=lambda row: row[{field!r}], reverse={highest!r})\n"
+            f"return [row[{key!r}] for row in rows]{pick}"
+        )
+
+    return write
 
 
 def propose_top_k(view: EnvView, rng: random.Random) -> Iterator[Draft]:
@@ -18,21 +31,23 @@ def propose_top_k(view: EnvView, rng: random.Random) -> Iterator[Draft]:
         rows = view.rows(e)
         for f in numeric_fields(e):
             for cond in [None, *conditions(e, rows, rng, exclude=(f.name,))[:4]]:
-                pool = [r for r in rows if (cond is None or cond.test(r)) and as_number(r.get(f.name)) is not None]
+                sel = Selection(e, tool, cond).ruled([r for r in rows if as_number(r.get(f.name)) is not None], rng)
+                pool = [r for r in rows if as_number(r.get(f.name)) is not None and sel.test(r)]
                 for k in (1, 3, 5):
                     for highest in (True, False):
                         values = sorted((r[f.name] for r in pool), reverse=highest)
                         if len(values) > k and values[k - 1] != values[k] and len(set(values[:k])) == k:
-                            combos.append((e, tool, f, cond, k, highest))
-    for e, tool, f, cond, k, highest in limited(combos, rng):
-        things, one, label = words(e.table), words(e.name), words(f.name)
+                            combos.append((sel, f, k, highest))
+    for sel, f, k, highest in limited(combos, rng):
+        things, one, label = words(sel.entity.table), words(sel.entity.name), words(f.name)
         word = "highest" if highest else "lowest"
-        among = f" among those {cond.phrase()}" if cond else ""
+        where = sel.phrase(lead="among those ")
+        among = ("" if not where else " " if sel.condition else ", ") + where
         if k == 1:
             question = rng.choice(
                 [
                     f"Which {one} has the {word} {label}{among}? Give its ID.",
-                    f"Find the {one} with the {word} {label}{among} and answer with its ID.",
+                    f"Find the {one} with the {word} {label}{among}{',' if sel.status else ''} and answer with its ID.",
                 ]
             )
         else:
@@ -42,17 +57,13 @@ def propose_top_k(view: EnvView, rng: random.Random) -> Iterator[Draft]:
                     f"List the IDs of the {k} {things} with the {word} {label}{among}.",
                 ]
             )
-        pick = "[0]" if k == 1 else f"[:{k}]"
-        body = (
-            f"rows = [row for row in _all(tools.{tool.name}, {page_size(tool)})"
-            f" if row.get({f.name!r}) is not None{' and (' + cond.code() + ')' if cond else ''}]\n"
-            f"rows.sort(key=lambda row: row[{f.name!r}], reverse={highest!r})\n"
-            f"return [row[{e.primary_key!r}] for row in rows]{pick}"
-        )
+        write = _writer(f.name, sel.entity.primary_key, highest, "[0]" if k == 1 else f"[:{k}]")
         yield Draft(
             family="top_k",
             question=question,
-            program=program(body),
+            program=write((sel,)),
             capabilities=["loops", "aggregation"],
             difficulty=Difficulty(chain_length=1, constraints=[f"top {k}"]),
+            selections=(sel,),
+            write=write,
         )
