@@ -28,7 +28,17 @@ def _tasks(quick: bool) -> dict[str, Any]:
     return run(quick)
 
 
-BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {"runtime": _runtime, "tasks": _tasks}
+def _reward_integrity(quick: bool) -> dict[str, Any]:
+    from benchmarks.reward_integrity import run
+
+    return run(quick)
+
+
+BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
+    "runtime": _runtime,
+    "tasks": _tasks,
+    "reward_integrity": _reward_integrity,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

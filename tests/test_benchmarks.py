@@ -104,3 +104,22 @@ def test_tasks_benchmark_quick_writes_throughput(tmp_path):
     for key in ("tasks_synthesized_per_s", "tasks_audited_per_s", "tasks_generated", "tasks_kept", "per_env"):
         assert key in data
     assert data["tasks_generated"] > 0 and data["per_env"]["online-shop"]["generated"] == data["tasks_generated"]
+
+
+def test_reward_integrity_quick_writes_shares_per_attack_variant_and_kind(tmp_path, monkeypatch):
+    from benchmarks import reward_integrity
+    from factory.verify.attacks import ATTACKS, VARIANTS
+
+    monkeypatch.setattr(reward_integrity, "QUICK_TOPICS", ["online-shop"])
+    assert main(["reward_integrity", "--quick", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "reward_integrity.json").read_text())
+    assert data["environments"] == 1 and data["per_env"]["online-shop"]["generated"] == data["tasks_generated"] > 0
+    assert set(data["by_kind"]) == {"graph", "program"}
+    for summary in [data["overall"], *data["by_kind"].values()]:
+        assert set(summary["attacks"]) <= set(ATTACKS) and set(summary["variants"]) <= set(VARIANTS)
+        for e in [*summary["attacks"].values(), *summary["variants"].values(), summary["variants_overall"]]:
+            assert 0 <= e["passed"] <= e["built"] and 0.0 <= e["share"] <= 1.0
+    assert data["overall"]["attacks"]["attack_noop"]["built"] == data["tasks_kept"]
+    assert set(data["targets"]) == {*ATTACKS, "variants", "every_environment_measured"}
+    assert all(isinstance(t["pass"], bool) for t in data["targets"].values())
+    assert data["machine"]["python"] and data["method"]

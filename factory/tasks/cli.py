@@ -1,11 +1,13 @@
 """The `tasks` and `verify` verbs of the `factory` command (registered in factory/cli.py).
 
 Exit codes: 0 done; 1 nothing survived the filter and audit; 2 bad input (not a bundle, unknown task id,
-a trajectory file that is not the expected JSON). Heavy imports happen inside the commands.
+a trajectory file, or a line of a trajectories file, that is not the expected JSON). Heavy imports happen inside
+the commands.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,7 +16,10 @@ import typer
 from factory.console import fail, print_json
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from factory.envs.bundle import Bundle
+    from factory.models import Task, Trajectory
 
 
 def _bundle(path: Path) -> Bundle:
@@ -60,38 +65,120 @@ def tasks_cmd(
 def verify_cmd(
     bundle: Annotated[Path, typer.Argument(help="Environment bundle directory.")],
     task_file: Annotated[Path, typer.Argument(help="Tasks table (parquet) written by `factory tasks`.")],
-    task: Annotated[str, typer.Option("--task", help="Id of the task to score.")],
+    task: Annotated[str | None, typer.Option("--task", help="Id of the task to score (with --trajectory).")] = None,
     trajectory: Annotated[
-        Path, typer.Option(help='JSON file: {"tool_calls": [{"tool", "args"}], "final_answer": "..."}.')
-    ],
+        Path | None, typer.Option(help='JSON file: {"tool_calls": [{"tool", "args"}], "final_answer": "..."}.')
+    ] = None,
+    trajectories: Annotated[
+        Path | None,
+        typer.Option(help='JSON lines, one trajectory each: {"task", "tool_calls", "final_answer"}.'),
+    ] = None,
 ) -> None:
-    """Replay a trajectory in a fresh session, score it with the task's verifier, print the verdict as JSON."""
-    from pydantic import ValidationError
-
-    from factory.envs.runtime import EnvironmentLoadError
-    from factory.models import Trajectory
+    """Replay trajectories in fresh sessions and score them with their tasks' verifiers, printing each verdict
+    as JSON: one trajectory (--task ID --trajectory FILE), or many (--trajectories FILE.jsonl, one verdict per
+    line, in the file's order). Every line of a batch is checked before any is scored: a bad line (not JSON,
+    not a trajectory, an unknown task) is reported with its line number, and nothing is scored."""
     from factory.tasks.table import read_tasks
-    from factory.verify.scoring import score_trajectory
 
+    single = task is not None or trajectory is not None
+    if single == (trajectories is not None) or (single and (task is None or trajectory is None)):
+        fail("give either --task ID --trajectory FILE, or --trajectories FILE.jsonl", 2)
     b = _bundle(bundle)
     try:
         tasks = {t.id: t for t in read_tasks(task_file)}
     except (ValueError, FileNotFoundError) as e:
         fail(str(e), 2)
-    chosen = tasks.get(task)
+    if trajectories is not None:
+        runs = _batch(trajectories, tasks, task_file)
+    else:
+        assert task is not None and trajectory is not None  # checked above
+        runs = [(_task(tasks, task, task_file), _trajectory(trajectory))]
+    _score(b, runs, lines=trajectories is not None)
+
+
+def _task(tasks: dict[str, Task], task_id: str, task_file: Path) -> Task:
+    chosen = tasks.get(task_id)
     if chosen is None:
         known = ", ".join(sorted(tasks)[:10]) or "none"
-        fail(f"no task {task!r} in {task_file} (ids: {known})", 2)
+        fail(f"no task {task_id!r} in {task_file} (ids: {known})", 2)
+    return chosen
+
+
+def _not_a_trajectory(e: ValidationError) -> str:
+    first = e.errors()[0]
+    return f"not a trajectory ({first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'})"
+
+
+def _trajectory(path: Path) -> Trajectory:
+    from pydantic import ValidationError
+
+    from factory.models import Trajectory
+
     try:
-        traj = Trajectory.model_validate_json(trajectory.read_text())
+        return Trajectory.model_validate_json(path.read_text())
     except OSError as e:
-        fail(f"cannot read trajectory {trajectory}: {e}", 2)
+        fail(f"cannot read trajectory {path}: {e}", 2)
     except ValidationError as e:
-        first = e.errors()[0]
-        fail(f"{trajectory}: not a trajectory ({first['msg']} at {'.'.join(map(str, first['loc'])) or 'top level'})", 2)
+        fail(f"{path}: {_not_a_trajectory(e)}", 2)
+
+
+MAX_REPORTED = 20  # bad lines listed before the rest are only counted
+
+
+def _batch(path: Path, tasks: dict[str, Task], task_file: Path) -> list[tuple[Task, Trajectory]]:
+    """Every line of a JSON-lines file as (task, trajectory); all bad lines are reported at once (exit 2)."""
+    from pydantic import ValidationError
+
+    from factory.models import Trajectory
+
     try:
-        verdict = score_trajectory(b, chosen, traj)
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"cannot read trajectories {path}: {e}", 2)
+    runs: list[tuple[Task, Trajectory]] = []
+    errors: list[str] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            errors.append(f"{path}:{number}: not JSON ({e.msg} at column {e.colno})")
+            continue
+        task_id = data.pop("task", None) if isinstance(data, dict) else None
+        if not isinstance(task_id, str):
+            errors.append(f'{path}:{number}: not a trajectory (needs "task": the id of a task)')
+            continue
+        if task_id not in tasks:
+            errors.append(f"{path}:{number}: no task {task_id!r} in {task_file}")
+            continue
+        try:
+            runs.append((tasks[task_id], Trajectory.model_validate(data)))
+        except ValidationError as e:
+            errors.append(f"{path}:{number}: {_not_a_trajectory(e)}")
+    if errors:
+        more = f"\n... and {len(errors) - MAX_REPORTED} more bad lines" if len(errors) > MAX_REPORTED else ""
+        fail("nothing scored; bad lines:\n" + "\n".join(errors[:MAX_REPORTED]) + more, 2)
+    if not runs:
+        fail(f"{path}: no trajectories", 2)
+    return runs
+
+
+def _score(bundle: Bundle, runs: list[tuple[Task, Trajectory]], lines: bool) -> None:
+    """Score every run in one opening of the environment and print each verdict as it comes: indented JSON,
+    or with `lines` one JSON object per line."""
+    from factory.envs.runtime import EnvironmentLoadError
+    from factory.verify.scoring import environment_session_factory, score_trajectory
+
+    try:
+        env, sessions = environment_session_factory(bundle)
     except EnvironmentLoadError as e:
-        fail(f"{bundle}: cannot be served: {e}", 2)
-    payload = {"task": chosen.id, "reward": verdict.score, **verdict.model_dump(mode="json")}
-    print_json(payload)
+        fail(f"{bundle.path}: cannot be served: {e}", 2)
+    with env:
+        for task, trajectory in runs:
+            verdict = score_trajectory(bundle, task, trajectory, sessions)
+            payload = {"task": task.id, "reward": verdict.score, **verdict.model_dump(mode="json")}
+            if lines:
+                typer.echo(json.dumps(payload, ensure_ascii=False, default=str))
+            else:
+                print_json(payload)

@@ -1,13 +1,15 @@
-"""The verifier audit and trajectory scoring on a built catalog bundle (online-shop)."""
+"""The verifier audit as a gate (which probes drop a task, and how the reasons name them) and trajectory scoring,
+on a built catalog bundle (online-shop)."""
 
 from __future__ import annotations
 
 import pytest
 
-from factory.models import RubricCheck, Snapshot, Task, ToolCall, Trajectory
-from factory.verify.audit import audit_task, build_mutants, primary_keys, wrong_answers
-from factory.verify.scoring import run_gold, score_trajectory
-from factory.verify.state import state_diff
+from factory.models import RubricCheck, Task, ToolCall, Trajectory
+from factory.tasks.synthesize import reason_code, synthesize_tasks
+from factory.verify.attacks import ATTACKS, VARIANTS
+from factory.verify.audit import audit_task
+from factory.verify.scoring import environment_session_factory, run_gold, score_trajectory
 
 ACCEPT_ANYTHING = 'def verify(initial, final, answer):\n    return {"passed": True, "score": 1.0}\n'
 NON_EMPTY_ANSWER = (
@@ -68,34 +70,41 @@ def restock_program(pid: str, stock: int) -> Task:
     )
 
 
-def test_a_sound_rubric_task_passes_every_check(shop):
-    bundle, sessions, seed = shop
-    result = audit_task(bundle, cancel_order(open_order(seed)), sessions)
-    assert result.kept, result.reasons
-    assert [c.name for c in result.checks] == [
-        "gold_passes",
-        "noop_fails",
-        "answer_only_fails",
-        "mutants_fail",
-        "replay_stable",
-    ]
+def codes(result) -> set[str]:
+    return {reason_code(r) for r in result.reasons}
 
 
-def test_a_planted_accept_anything_verifier_is_caught(shop):
+def built(result, prefix: str) -> set[str]:
+    return {c.name for c in result.checks if c.name.startswith(prefix) and not c.detail.startswith("skipped")}
+
+
+def test_every_attack_passes_on_a_planted_accept_anything_verifier(shop):
     bundle, sessions, seed = shop
     task = cancel_order(open_order(seed)).model_copy(update={"verifier": ACCEPT_ANYTHING})
     result = audit_task(bundle, task, sessions)
     assert not result.kept
-    failed = {c.name for c in result.checks if not c.passed}
-    assert failed == {"noop_fails", "answer_only_fails", "mutants_fail"}
+    assert [c.name for c in result.checks] == ["gold", *VARIANTS, *ATTACKS, "replay"]
+    assert codes(result) == {f"{name}_passes" for name in built(result, "attack_")}
+    assert built(result, "attack_") >= {"attack_noop", "attack_spray", "attack_every_mutator", "attack_state_mutants"}
 
 
-def test_an_answer_only_verifier_is_caught_by_answer_only_and_mutants(shop):
+def test_an_answer_only_verifier_is_caught_by_every_attack_on_the_state(shop):
     bundle, sessions, seed = shop
     task = cancel_order(open_order(seed)).model_copy(update={"verifier": ANSWER_ONLY.format(value="cancelled")})
     result = audit_task(bundle, task, sessions)
-    failed = {c.name for c in result.checks if not c.passed}
-    assert failed == {"answer_only_fails", "mutants_fail"}
+    assert codes(result) == {
+        "attack_answer_only_passes",
+        "attack_dump_passes",
+        "attack_hedge_passes",
+        "attack_other_rows_passes",
+        "attack_destructive_passes",
+        "attack_spray_passes",
+        "attack_every_mutator_passes",
+        "attack_state_mutants_passes",
+    }
+    assert next(r for r in result.reasons if r.startswith("attack_state_mutants")).startswith(
+        "attack_state_mutants_passes: accepted "
+    )
 
 
 def test_a_read_only_verifier_that_accepts_any_answer_is_caught(shop):
@@ -111,32 +120,54 @@ def test_a_read_only_verifier_that_accepts_any_answer_is_caught(shop):
         verifier=NON_EMPTY_ANSWER,
     )
     result = audit_task(bundle, task, sessions)
-    assert [c.name for c in result.checks if not c.passed] == ["wrong_answers_fail"]
-    honest = task.model_copy(
-        update={"verifier": None, "rubric": [RubricCheck(kind="answer_contains", value=p["price"])]}
-    )
-    assert audit_task(bundle, honest, sessions).kept
+    assert codes(result) == {
+        "attack_echo_passes",
+        "attack_dump_passes",
+        "attack_hedge_passes",
+        "attack_wrong_answer_passes",
+        "attack_destructive_passes",
+        "attack_every_mutator_passes",
+    }
 
 
-def test_mutants_cover_dropped_changed_twice_and_other_record(shop):
+def test_a_rubric_that_checks_only_the_written_row_is_dropped_for_writes_elsewhere(shop):
     bundle, sessions, seed = shop
-    gold = run_gold(restock_program(seed["products"][0]["id"], seed["products"][0]["stock"]), sessions)
-    initial, final = gold.replay.initial, gold.replay.final
-    keys = primary_keys(bundle.spec)
-    mutants = list(build_mutants(initial, final, state_diff(initial, final, keys=keys), bundle.spec.bookkeeping, keys))
-    assert {m.kind for m in mutants} == {"dropped", "changed", "twice", "other_record"}
-    pid, stock = seed["products"][0]["id"], seed["products"][0]["stock"]
-    twice = next(m for m in mutants if m.kind == "twice")
-    assert next(r for r in twice.tables["products"] if r["id"] == pid)["stock"] == stock + 10
-    for m in mutants:
-        assert Snapshot(tables=m.tables) != final
+    result = audit_task(bundle, cancel_order(open_order(seed)), sessions)
+    assert not result.kept
+    assert codes(result) >= {
+        "attack_other_rows_passes",
+        "attack_destructive_passes",
+        "attack_spray_passes",
+        "attack_every_mutator_passes",
+    }
 
 
-def test_program_task_audit_and_one_zero_reward(shop):
+def test_a_verifier_that_rejects_the_gold_stops_the_audit(shop):
+    bundle, sessions, seed = shop
+    task = cancel_order(open_order(seed)).model_copy(update={"verifier": ANSWER_ONLY.format(value="never said")})
+    result = audit_task(bundle, task, sessions)
+    assert [c.name for c in result.checks] == ["gold"]
+    assert result.reasons == ["gold_rejected: the gold run fails"]
+
+
+def test_synthesized_catalog_tasks_are_kept_only_with_every_check_passed(shop):
+    bundle, _, _ = shop
+    result = synthesize_tasks(bundle, n=4, seed=3)
+    known = {"gold_rejected", "replay_unstable", *(f"{a}_passes" for a in ATTACKS), *(f"{v}_fails" for v in VARIANTS)}
+    seen = {reason_code(r) for d in result.dropped for r in d.reasons}
+    assert {c for c in seen if c.startswith(("attack_", "variant_", "gold_rejected", "replay_"))} <= known
+    env, sessions = environment_session_factory(bundle)
+    with env:
+        for task in result.tasks:
+            audit = audit_task(bundle, task, sessions)
+            assert audit.kept and all(c.passed for c in audit.checks)
+            assert [c.name for c in audit.checks] == ["gold", *VARIANTS, *ATTACKS, "replay"]
+
+
+def test_program_task_pays_one_or_zero(shop):
     bundle, sessions, seed = shop
     p = seed["products"][1]
     task = restock_program(p["id"], p["stock"])
-    assert audit_task(bundle, task, sessions).kept
     gold = run_gold(task, sessions)
     assert gold.error is None and [c.tool for c in gold.trajectory.tool_calls] == ["get_product", "update_product"]
     assert score_trajectory(bundle, task, gold.trajectory, sessions).score == 1.0
@@ -166,11 +197,3 @@ def test_score_replays_from_the_seed_state_without_a_session_factory(shop):
     assert score_trajectory(bundle.path, task, full).passed
     assert score_trajectory(bundle.path, task, full).passed
     assert not score_trajectory(bundle.path, task, Trajectory(final_answer="It is cancelled now.")).passed
-
-
-def test_wrong_answers_differ_from_the_answer():
-    from factory.verify.answers import answer_contains
-
-    for answer in ["Blue Mug", "191.91", '{"count": 3, "names": ["a", "b"]}']:
-        for wrong in wrong_answers(answer):
-            assert not answer_contains(wrong, answer)

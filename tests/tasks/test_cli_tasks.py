@@ -88,3 +88,73 @@ def test_bad_inputs_exit_2_with_a_message(made, tmp_path):
     bad_kind = runner.invoke(app, ["tasks", str(bundle), "--out", str(tmp_path / "x.parquet"), "--kind", "walks"])
     assert bad_kind.exit_code == 2 and "--kind must be graph, program or both" in bad_kind.output
     assert not (tmp_path / "x.parquet").exists()
+
+
+def verify_batch(bundle, table, lines_file):
+    return runner.invoke(app, ["verify", str(bundle), str(table), "--trajectories", str(lines_file)])
+
+
+def test_verify_batch_scores_every_line_in_one_go(made, tmp_path):
+    bundle, out, _ = made
+    tasks = read_tasks(out)
+    lines = []
+    with Environment.open(bundle) as env:
+        for task in tasks:
+            gold, _ = gold_trajectory(task, env.session)
+            calls = [c.model_dump(mode="json") for c in gold.tool_calls]
+            lines.append({"task": task.id, "tool_calls": calls, "final_answer": gold.final_answer})
+            lines.append({"task": task.id, "tool_calls": [], "final_answer": None})
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n")  # a trailing blank line is fine
+    result = verify_batch(bundle, out, path)
+    assert result.exit_code == 0, result.output
+    verdicts = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [v["task"] for v in verdicts] == [line["task"] for line in lines]
+    assert [(v["reward"], v["passed"]) for v in verdicts] == [(1.0, True), (0.0, False)] * len(tasks)
+    assert all(set(v) == {"task", "reward", "passed", "score", "checks"} for v in verdicts)
+
+
+def test_verify_batch_checks_every_line_before_scoring_any(made, tmp_path):
+    bundle, out, _ = made
+    task_id = read_tasks(out)[0].id
+    path = tmp_path / "runs.jsonl"
+    good = json.dumps({"task": task_id, "tool_calls": [], "final_answer": "x"})
+    path.write_text(
+        "\n".join(
+            [
+                good,
+                '{"task": "' + task_id + '", "final_answer": ',
+                json.dumps({"tool_calls": []}),
+                json.dumps({"task": "graph-000000000000"}),
+                json.dumps({"task": task_id, "calls": []}),
+                good,
+            ]
+        )
+    )
+    result = verify_batch(bundle, out, path)
+    assert result.exit_code == 2
+    assert result.stdout == ""  # nothing scored
+    assert "nothing scored" in result.output
+    assert f"{path}:2: not JSON" in result.output
+    assert f'{path}:3: not a trajectory (needs "task"' in result.output
+    assert f"{path}:4: no task 'graph-000000000000'" in result.output
+    assert f"{path}:5: not a trajectory (Extra inputs are not permitted at calls)" in result.output
+    assert f"{path}:1:" not in result.output and f"{path}:6:" not in result.output
+
+
+def test_verify_takes_one_form_or_the_other(made, tmp_path):
+    bundle, out, _ = made
+    task_id = read_tasks(out)[0].id
+    traj = trajectory_file(tmp_path / "t.json", [], "x")
+    both = runner.invoke(
+        app,
+        ["verify", str(bundle), str(out), "--task", task_id, "--trajectory", str(traj), "--trajectories", str(traj)],
+    )
+    neither = runner.invoke(app, ["verify", str(bundle), str(out)])
+    half = runner.invoke(app, ["verify", str(bundle), str(out), "--task", task_id])
+    for r in (both, neither, half):
+        assert r.exit_code == 2 and "give either --task ID --trajectory FILE, or --trajectories FILE.jsonl" in r.output
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    none = verify_batch(bundle, out, empty)
+    assert none.exit_code == 2 and "no trajectories" in none.output

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from factory.models import RubricCheck, Task, ToolCall, Trajectory
+from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import filter_task, ungrounded_writes
 from factory.tasks.synthesize import curate_tasks, task_id
 from factory.verify.scoring import SessionFactory
@@ -30,6 +31,16 @@ def set_stock(pid: str, stock: int, question: str | None = None) -> Task:
         rubric=[RubricCheck(kind="field_equals", table="products", where={"id": pid}, field="stock", value=stock)],
         mutates=True,
     )
+
+
+def with_end_state(bundle, sessions: SessionFactory, task: Task) -> Task:
+    """The task with the exact end-state check of its gold run, as synthesized tasks carry."""
+    with sessions() as s:
+        initial = s.snapshot()
+        for call in task.gold:
+            assert s.call(call.tool, call.args).ok
+        final = s.snapshot()
+    return task.model_copy(update={"rubric": [*task.rubric, end_state_check(bundle.spec, initial, final)]})
 
 
 def test_a_good_mutation_task_is_kept(shop):
@@ -120,7 +131,7 @@ def test_validation_runs_need_two_consistent_successes(shop):
 def test_curate_gives_content_ids_and_counts_reasons(shop):
     bundle, sessions, seed = shop
     pid = seed["products"][0]["id"]
-    good = set_stock(pid, 901)
+    good = with_end_state(bundle, sessions, set_stock(pid, 901))
     tasks = [good, good.model_copy(), set_stock(pid, 902, question="Fix that stock.")]
     result = curate_tasks(bundle, tasks, sessions)
     assert [t.id for t in result.tasks] == [task_id(good)]
