@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -38,7 +37,7 @@ from factory.verify.scoring import (
     replay_calls,
     run_gold,
 )
-from factory.verify.state import canonical_state_hash
+from factory.verify.state import canonical_state_hash, json_leaves
 
 VALIDATION_RUNS = 5
 MIN_SUCCESSES = 2
@@ -68,17 +67,6 @@ class FilterResult:
     successes: int = 0
     runs: int = 0
     gold: GoldRun | None = None
-
-
-def _leaves(value: Any) -> Iterator[Any]:
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
 
 
 def _key(value: Any) -> tuple[str, Any] | None:
@@ -119,7 +107,7 @@ def ungrounded_writes(
             for name, value in call.args.items():
                 if name in GENERIC_PARAMS:
                     continue
-                for leaf in _leaves(value):
+                for leaf in json_leaves(value):
                     k = _key(leaf)
                     if k is None or (numbers_free and k[0] == "n") or k in seen:
                         continue
@@ -129,7 +117,7 @@ def ungrounded_writes(
                         f"call {i + 1} {call.tool}: {name}={leaf!r} is in neither the question nor an output"
                     )
         if result.ok:
-            seen.update(k for leaf in _leaves(result.value) if (k := _key(leaf)) is not None)
+            seen.update(k for leaf in json_leaves(result.value) if (k := _key(leaf)) is not None)
     return problems
 
 

@@ -18,6 +18,7 @@ import ast
 import json
 import math
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from factory.models import CheckResult, Snapshot, ToolResult, Verdict
@@ -37,10 +38,16 @@ def _failed(name: str, detail: str) -> Verdict:
 
 def check_verifier_source(source: str) -> list[str]:
     """Problems that make a source break the contract, found without running it."""
+    return list(_source_problems(source))
+
+
+@lru_cache(maxsize=256)
+def _source_problems(source: str) -> tuple[str, ...]:
+    """check_verifier_source, cached: the audit judges one task's verifier dozens of times."""
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
-        return [f"syntax error: {e.msg} (line {e.lineno})"]
+        return (f"syntax error: {e.msg} (line {e.lineno})",)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == ENTRY:
             names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
@@ -48,8 +55,8 @@ def check_verifier_source(source: str) -> list[str]:
             positional_only = [a.arg for a in node.args.posonlyargs if a.arg in ARGUMENTS]
             problems = [f"{ENTRY}() has no parameter {a!r}" for a in missing]
             problems += [f"{ENTRY}() takes {a!r} positionally only; it is passed by name" for a in positional_only]
-            return problems
-    return [f"no top-level function {ENTRY}(initial, final, answer)"]
+            return tuple(problems)
+    return (f"no top-level function {ENTRY}(initial, final, answer)",)
 
 
 def plain_state(state: Snapshot | Tables) -> dict[str, list[dict[str, Any]]]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from pydantic import Field
@@ -29,16 +30,21 @@ def _tables(state: Snapshot | Tables) -> Tables:
     return state.tables if isinstance(state, Snapshot) else state
 
 
+@lru_cache(maxsize=1 << 16)
+def _matches(patterns: tuple[str, ...], name: str) -> bool:
+    """Whether "table.column" matches a pattern; cached, since every cell of every compared row asks."""
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
 class ColumnFilter:
     """Decides which columns a comparison ignores."""
 
     def __init__(self, bookkeeping: Iterable[str] = (), timestamp_columns: Iterable[str] = TIMESTAMP_COLUMNS):
-        self.patterns = [p if "." in p else f"*.{p}" for p in bookkeeping]
-        self.patterns += [f"*.{c}" for c in timestamp_columns]
+        patterns = [p if "." in p else f"*.{p}" for p in bookkeeping]
+        self.patterns = (*patterns, *(f"*.{c}" for c in timestamp_columns))
 
     def ignored(self, table: str, column: str) -> bool:
-        name = f"{table}.{column}"
-        return any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
+        return _matches(self.patterns, f"{table}.{column}")
 
     def table_ignored(self, table: str) -> bool:
         """A whole table is bookkeeping ("audit_log.*"): even its row count does not matter."""
@@ -46,6 +52,18 @@ class ColumnFilter:
 
     def row(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
         return {k: normalize_value(v) for k, v in row.items() if not self.ignored(table, k)}
+
+
+def json_leaves(value: Any) -> Iterator[Any]:
+    """Every scalar inside a JSON value (dict values and list items, recursively), None included."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from json_leaves(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from json_leaves(v)
+    else:
+        yield value
 
 
 def normalize_value(value: Any) -> Any:
