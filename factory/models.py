@@ -217,6 +217,10 @@ class EnvSpec(Model):
                 return t
         raise KeyError(name)
 
+    def primary_keys(self) -> dict[str, str]:
+        """Each table's key column: what rows of two states are matched on."""
+        return {e.table: e.primary_key for e in self.entities}
+
 
 class TestExpect(Model):
     """What a test case expects: an error code, or success whose result contains `match`."""

@@ -385,7 +385,7 @@ def _module_head(spec: EnvSpec) -> str:
 
 def _schema(spec: EnvSpec) -> str:
     """The tables of the environment as the store of its backend needs them."""
-    lines = _layout({e.table: e.primary_key for e in spec.entities}, "", "_PRIMARY_KEYS = ")
+    lines = _layout(spec.primary_keys(), "", "_PRIMARY_KEYS = ")
     if spec.backend == "sqlite":
         booleans = {e.table: tuple(f.name for f in e.fields if f.type == "boolean") for e in spec.entities}
         lines += _layout({t: names for t, names in booleans.items() if names}, "", "_BOOLEAN_FIELDS = ")

@@ -57,7 +57,7 @@ class Environment:
         self._validators: dict[str, Callable[[Any], str | None]] = {
             t.name: compile_schema(t.parameters, limits.max_string_chars) for t in spec.tools
         }
-        self._pks = {e.table: e.primary_key for e in spec.entities}
+        self._pks = spec.primary_keys()
         seed = bundle.seed_bytes() if spec.backend == "sqlite" else None
         files = _read_state_files(bundle.state_dir) if spec.backend == "files" else None
         read_only = sorted(t.name for t in spec.tools if not t.mutates)  # run without a savepoint in the worker

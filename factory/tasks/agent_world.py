@@ -33,7 +33,6 @@ from factory.tasks.filter import Solver
 from factory.tasks.programs.verifier import competitors
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
-from factory.verify.audit import primary_keys
 from factory.verify.scoring import SessionFactory, environment_session_factory, replay_calls
 from factory.verify.state import ColumnFilter, StateDiff, state_diff
 
@@ -126,7 +125,7 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
     """A released question as a Task; its rubric comes from replaying the verified chain once."""
     chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
     replay = replay_calls(session_factory, chain)
-    diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=primary_keys(spec))
+    diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
     produced = [leaf for r in replay.results if r.ok for leaf in _leaves(r.value)]
     produced += [leaf for c in chain for leaf in _leaves(c.args)]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)

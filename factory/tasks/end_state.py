@@ -17,7 +17,7 @@ def end_state_check(spec: EnvSpec, initial: Snapshot, final: Snapshot) -> Rubric
     tables = expected_changes(spec, initial.tables, final.tables)
     value = {
         "tables": tables,
-        "keys": {e.table: e.primary_key for e in spec.entities},
+        "keys": spec.primary_keys(),
         "ignore": ignored_columns(spec),
     }
     description = "the end state is the gold's, and nothing else changed" if tables else "the state is left unchanged"

@@ -822,7 +822,7 @@ class GraphTaskSynthesizer:
     def state_checks(self, steps: list[Step], final: Snapshot) -> list[RubricCheck]:
         """Checks of the gold run's end state: changed fields, new rows, removed rows (bookkeeping ignored).
         Every write must leave a trace: a chain that creates a row and deletes it again is no errand."""
-        keys = {e.table: e.primary_key for e in self.spec.entities}
+        keys = self.spec.primary_keys()
         diff = state_diff(self.seed, final, self.spec.bookkeeping, keys=keys)
         touched = {
             (table, canonical_json(r.key if isinstance(r, RowChange) else r.get(d.key)))

@@ -118,10 +118,6 @@ class Mutant(Model):
     tables: dict[str, list[dict[str, Any]]]
 
 
-def primary_keys(spec: EnvSpec) -> dict[str, str]:
-    return {e.table: e.primary_key for e in spec.entities}
-
-
 def _key(value: Any) -> str:
     """Equal values (an integral float and its int among them) get the same key."""
     return json.dumps(normalize_value(value), sort_keys=True, default=str)
@@ -158,7 +154,7 @@ class _Case:
         self.answer = gold.trajectory.final_answer
         self.value = task.answer if task.answer is not None else _parsed(self.answer)
         self.initial, self.final = gold.replay.initial, gold.replay.final
-        self.keys = primary_keys(self.spec)
+        self.keys = self.spec.primary_keys()
         self.tools = {t.name: t for t in self.spec.tools}
         self.entity_tables = {e.name: e.table for e in self.spec.entities}
 

@@ -18,13 +18,13 @@ from pydantic import Field
 
 from factory.envs.bundle import Bundle
 from factory.models import CheckResult, Model, Snapshot, Task, Verdict
-from factory.verify.attacks import ATTACKS, VARIANTS, Probe, build_probes, primary_keys
+from factory.verify.attacks import ATTACKS, VARIANTS, Probe, build_probes
 from factory.verify.code import Runner
 from factory.verify.rubric import RubricReward
 from factory.verify.scoring import GoldRun, SessionFactory, VerdictCache, judge, run_gold
 from factory.verify.state import canonical_state_hash
 
-__all__ = ["AuditResult", "audit_task", "primary_keys"]
+__all__ = ["AuditResult", "audit_task"]
 
 OWN_FAILURES = {"gold": "gold_rejected", "replay": "replay_unstable"}  # the audit's checks besides the probes
 

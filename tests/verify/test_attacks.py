@@ -19,7 +19,6 @@ from factory.verify.attacks import (
     answer_json,
     build_mutants,
     build_probes,
-    primary_keys,
     prose,
     with_unit,
     wrong_answers,
@@ -397,7 +396,7 @@ def test_state_mutants_cover_dropped_changed_twice_and_other_record(shop):
         sessions,
     )
     initial, final = gold.replay.initial, gold.replay.final
-    keys = primary_keys(bundle.spec)
+    keys = bundle.spec.primary_keys()
     mutants = list(build_mutants(initial, final, state_diff(initial, final, keys=keys), bundle.spec.bookkeeping, keys))
     assert {m.kind for m in mutants} == {"dropped", "changed", "twice", "other_record"}
     twice = next(m for m in mutants if m.kind == "twice")

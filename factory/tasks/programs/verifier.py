@@ -77,7 +77,7 @@ def ignored_columns(spec: EnvSpec) -> list[str]:
 
 def expected_changes(spec: EnvSpec, initial: dict[str, Rows], final: dict[str, Rows]) -> dict[str, dict[str, Any]]:
     """What the gold run wrote, per table: changed fields by key, rows added (without their key), keys removed."""
-    keys = {e.table: e.primary_key for e in spec.entities}
+    keys = spec.primary_keys()
     diff = state_diff(initial, final, bookkeeping=spec.bookkeeping, keys=keys)
     out: dict[str, dict[str, Any]] = {}
     for table, d in diff.tables.items():
@@ -107,7 +107,7 @@ def verifier_source(
         "answer": answer,
         "ordered": ordered,
         "competitors": competitors(answer, initial),
-        "keys": {e.table: e.primary_key for e in spec.entities},
+        "keys": spec.primary_keys(),
         "ignore": ignored_columns(spec),
         "tables": tables,
     }
