@@ -51,11 +51,11 @@ def run_factory(
     """Run discovery, then each category's build and tasks jobs; a failed category does not stop the others."""
     from assets.definitions import defs
     from assets.jobs import job_name
-    from resources import SandboxResource, StoreResource
+    from resources import StoreResource, default_resources
 
     start = time.monotonic()
     summary = RunSummary()
-    resources = {"store": StoreResource(home=str(store.home)), "sandbox": SandboxResource()}
+    resources = {**default_resources(), "store": StoreResource(home=str(store.home))}
     with dg.DagsterInstance.from_config(str(prepare_dagster_home(store))) as instance:
 
         def execute(job: str, partition: str | None = None) -> str | None:

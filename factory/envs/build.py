@@ -13,8 +13,8 @@ from pathlib import Path
 from factory.envs.bundle import TOOLS_PY
 from factory.envs.codegen import generate_tools
 from factory.envs.gate import gate_environment
-from factory.envs.state import write_state
-from factory.mining.datasets import Rows, draft_environment
+from factory.envs.state import Rows, write_state
+from factory.mining.datasets import draft_environment
 from factory.models import EnvSpec, GateReport, Lineage, StateBackend, TaxonomyPath, Topic
 from factory.store import atomic_dir, write_text_atomic
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from factory.envs.bundle import ENV_JSON, REPORT_JSON, TESTS_JSON, Bundle
 from factory.envs.codegen import unsupported_tools
+from factory.envs.state import Rows
 from factory.envs.testgen import generate_tests
 from factory.models import EnvSpec, GateReport, TestCase, ToolReport, ToolResult
 from factory.sandbox import SandboxPool
@@ -138,9 +139,7 @@ def run_gate(
     )
 
 
-def gate_environment(
-    spec: EnvSpec, rows: dict[str, list[dict]], out: Path, pool: SandboxPool | None = None
-) -> GateReport:
+def gate_environment(spec: EnvSpec, rows: Rows, out: Path, pool: SandboxPool | None = None) -> GateReport:
     """Generate the tool tests into a bundle that has its state and tools.py, run the gate, and write
     env.json (kept tools only), tests.json and report.json."""
     cases = generate_tests(spec, rows, spec.seed)

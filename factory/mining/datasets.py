@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from factory.envs.entities import infer_entities
+from factory.envs.state import Rows
 from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.mining.procedural import generate_rows
 from factory.models import EntitySpec, EnvSpec, Lineage, StateBackend, TaxonomyPath, Topic
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import MINED_DATASETS
 from factory.store import hash_value
-
-Rows = dict[str, list[dict]]
 
 
 def bookkeeping_columns(entities: list[EntitySpec]) -> list[str]:

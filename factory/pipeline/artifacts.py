@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from factory.envs.bundle import ENV_JSON, Bundle
+from factory.envs.state import Rows
 from factory.models import EnvSpec, Model, Taxonomy, TaxonomyPath, Topic, TopicsArtifact
 from factory.pipeline.registry import MINED_DATASETS, TAXONOMY, TOOL_TESTS, TOPICS
 from factory.pipeline.runner import EnvOutcome, EnvWork, env_dir, env_input_hash, require_manifest
@@ -27,8 +28,6 @@ CANDIDATES_PARQUET = "candidates.parquet"
 DROPPED_JSON = "dropped.json"
 TASKS_PARQUET = "tasks.parquet"
 AUDIT_JSON = "audit.json"
-
-Rows = dict[str, list[dict]]
 
 
 @dataclass

@@ -81,8 +81,12 @@ _distributions = cache(packages_distributions)
 def library_versions(roots: Iterable[str], root: Path = SOURCE_ROOT) -> dict[str, str]:
     """The installed version of every third-party distribution the closure of `roots` imports: a library
     upgrade (Faker's word lists, say) changes outputs as surely as our own code does."""
+    return _library_versions(module_closure(roots, root), root)
+
+
+def _library_versions(modules: list[str], root: Path) -> dict[str, str]:
     top: set[str] = set()
-    for m in module_closure(roots, root):
+    for m in modules:
         top |= {name.split(".")[0] for name in _facts(m, root)[1]}
     top -= {PACKAGE, "", *sys.stdlib_module_names}
     mapping = _distributions()
@@ -125,8 +129,12 @@ def _data_files(package_dir: Path) -> list[Path]:
 
 def source_files(roots: Iterable[str], root: Path = SOURCE_ROOT) -> list[Path]:
     """The module files of the closure of `roots` (less NOT_STAGE_CODE) and the data files of its packages."""
+    return _source_files(module_closure(roots, root), root)
+
+
+def _source_files(modules: list[str], root: Path) -> list[Path]:
     files: set[Path] = set()
-    for m in module_closure(roots, root):
+    for m in modules:
         if m in NOT_STAGE_CODE:
             continue
         f = module_file(m, root)
@@ -140,11 +148,12 @@ def source_files(roots: Iterable[str], root: Path = SOURCE_ROOT) -> list[Path]:
 def code_version(roots: Iterable[str], root: Path = SOURCE_ROOT) -> str:
     """The content hash of everything `source_files` lists (relative paths and bytes) and of the
     `library_versions` it runs on."""
+    modules = module_closure(roots, root)
     h = hashlib.sha256()
-    for f in source_files(roots, root):
+    for f in _source_files(modules, root):
         h.update(f.relative_to(root).as_posix().encode() + b"\0")
         h.update(hashlib.sha256(f.read_bytes()).digest())
-    for dist, v in library_versions(roots, root).items():
+    for dist, v in _library_versions(modules, root).items():
         h.update(f"{dist}=={v}\0".encode())
     return h.hexdigest()[:VERSION_LENGTH]
 

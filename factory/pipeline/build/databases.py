@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factory.envs.state import write_state
+from factory.envs.state import Rows, write_state
 from factory.models import EnvSpec
-from factory.pipeline.artifacts import Rows, dataset_work
+from factory.pipeline.artifacts import dataset_work
 from factory.pipeline.registry import DATABASES, MINED_DATASETS
 from factory.pipeline.runner import Progress, StageRun, manifest_hashes, run_stage
 from factory.store import Store

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from factory.envs.bundle import TOOLS_PY
 from factory.envs.codegen import generate_tools
+from factory.envs.state import Rows
 from factory.models import EnvSpec
-from factory.pipeline.artifacts import Rows, dataset_work
+from factory.pipeline.artifacts import dataset_work
 from factory.pipeline.registry import MINED_DATASETS, TOOL_CODE
 from factory.pipeline.runner import Progress, StageRun, manifest_hashes, run_stage
 from factory.store import Store, write_text_atomic
