@@ -3,11 +3,10 @@ stage functions, which take it as an argument (nothing is swapped in as a proces
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
+from factory.environment import env_number
 from factory.sandbox import Limits, SandboxPool, open_pool
 from factory.store import Store
 
@@ -42,11 +41,7 @@ class SandboxResource(dg.ConfigurableResource):
     def limits(self) -> Limits:
         if self.call_timeout_s is not None:
             return Limits(timeout_s=self.call_timeout_s)
-        raw = os.environ.get(CALL_TIMEOUT_VARIABLE, "").strip()
-        try:
-            return Limits(timeout_s=float(raw) if raw else DEFAULT_CALL_TIMEOUT_S)
-        except ValueError:
-            raise ValueError(f"{CALL_TIMEOUT_VARIABLE} must be a number of seconds, not {raw!r}") from None
+        return Limits(timeout_s=env_number(CALL_TIMEOUT_VARIABLE, DEFAULT_CALL_TIMEOUT_S, float, "a number of seconds"))
 
     def get(self) -> SandboxPool:
         """The run's pool, opened on first use."""

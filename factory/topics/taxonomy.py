@@ -10,7 +10,6 @@ merge threshold (0.85, as AWM does) are merged into it and recorded in `Taxonomy
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -18,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from factory.environment import env_number
 from factory.models import Taxonomy, TaxonomyNode, TaxonomyPath, Topic, TopicMerge
 from factory.naming import singular, slugify, snake_case, title_from_slug
 from factory.topics.bundled import load_catalog, load_categories
@@ -83,13 +83,7 @@ Vector = dict[str, float]
 
 
 def _env_threshold() -> float:
-    raw = os.environ.get(MERGE_THRESHOLD_ENV)
-    if raw is None or not raw.strip():
-        return 0.85
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError(f"{MERGE_THRESHOLD_ENV}={raw!r} is not a number between 0 and 1") from None
+    return env_number(MERGE_THRESHOLD_ENV, 0.85, float, "a number between 0 and 1")
 
 
 class TaxonomyConfig(BaseModel):

@@ -6,10 +6,10 @@ the data version and nothing downstream turns stale.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from factory.environment import env_list
 from factory.models import Lineage, TopicsArtifact
 from factory.pipeline.artifacts import Written, topics_path
 from factory.pipeline.registry import TOPICS
@@ -17,11 +17,6 @@ from factory.store import Store, hash_value, write_json_if_changed
 
 SOURCES_VARIABLE = "FACTORY_TOPIC_SOURCES"
 INCLUDE_VARIABLE = "FACTORY_TOPICS"
-
-
-def env_list(name: str) -> list[str]:
-    """A comma-separated environment variable as a list (empty when unset), read when called."""
-    return [s.strip() for s in os.environ.get(name, "").split(",") if s.strip()]
 
 
 def discover_topics(

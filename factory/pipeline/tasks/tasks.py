@@ -7,9 +7,9 @@ filter, `dropped.json` says why the others went.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from factory.environment import env_number
 from factory.envs.bundle import Bundle
 from factory.pipeline.artifacts import CANDIDATES_PARQUET, DROPPED_JSON, bundles
 from factory.pipeline.registry import TASKS, TOOL_GRAPHS, TOOL_TESTS
@@ -33,16 +33,8 @@ DEFAULT_TASKS_PER_ENV = 20
 
 
 def tasks_per_env(n: int | None) -> int:
-    """`n`, else FACTORY_TASKS_PER_ENV (read when called), else 20; a clear error for a bad value."""
-    if n is not None:
-        return n
-    raw = os.environ.get(TASKS_PER_ENV_VARIABLE, "")
-    if not raw.strip():
-        return DEFAULT_TASKS_PER_ENV
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{TASKS_PER_ENV_VARIABLE} must be a whole number, not {raw!r}") from None
+    """`n`, else FACTORY_TASKS_PER_ENV (read when called), else 20."""
+    return n if n is not None else env_number(TASKS_PER_ENV_VARIABLE, DEFAULT_TASKS_PER_ENV, int, "a whole number")
 
 
 def synthesize_category_tasks(
