@@ -7,7 +7,15 @@ from collections.abc import Callable
 import dagster as dg
 
 from factory.pipeline.registry import Stage
-from factory.pipeline.runner import DROP_PREFIX, CheckOutcome, StageManifest, StageRun, summary_rows
+from factory.pipeline.runner import (
+    DROP_PREFIX,
+    SHORT_PREFIX,
+    CheckOutcome,
+    StageManifest,
+    StageRun,
+    summary_rows,
+)
+from factory.tasks.depth import Depth, DepthReport
 
 
 def progress_logger(context: dg.AssetExecutionContext) -> Callable[[int, int, str], None]:
@@ -33,10 +41,44 @@ def environment_table(manifest: StageManifest, columns: list[str]) -> dg.TableMe
     return dg.MetadataValue.table(records=records, schema=schema)
 
 
-def drops_table(drops: dict[str, int]) -> dg.TableMetadataValue:
-    schema = dg.TableSchema(columns=[dg.TableColumn("reason", "string"), dg.TableColumn("tasks_dropped", "int")])
-    records = [dg.TableRecord({"reason": r, "tasks_dropped": n}) for r, n in drops.items()]
+def counts_table(key: str, count: str, counts: dict[str, int]) -> dg.TableMetadataValue:
+    """Two columns: a name (drop reason, difficulty knob) and how many tasks it counts."""
+    schema = dg.TableSchema(columns=[dg.TableColumn(key, "string"), dg.TableColumn(count, "int")])
+    records = [dg.TableRecord({key: k, count: n}) for k, n in counts.items()]
     return dg.MetadataValue.table(records=records, schema=schema)
+
+
+def depth_metadata(report: DepthReport) -> dict[str, dg.MetadataValue]:
+    """How deep the tasks are: gold calls (mean, p90, share over 20) up top, and a table per kind and level
+    with the gold-call histogram and the shares that mutate and need pagination."""
+    groups = {"all": report.overall}
+    groups.update({f"kind={k}": d for k, d in report.by_kind.items()})
+    groups.update({f"level={k}": d for k, d in report.by_level.items()})
+    buckets = list(report.overall.histogram)
+    numbers = [n for n in Depth.model_fields if n != "histogram"]
+    schema = dg.TableSchema(
+        columns=[
+            dg.TableColumn("group", "string"),
+            *(dg.TableColumn(n, "float") for n in numbers),
+            *(dg.TableColumn(f"calls {b}", "int") for b in buckets),
+        ]
+    )
+    records = [
+        dg.TableRecord(
+            {"group": g, **{n: float(getattr(d, n)) for n in numbers}}
+            | {f"calls {b}": d.histogram.get(b, 0) for b in buckets}
+        )
+        for g, d in groups.items()
+    ]
+    overall = report.overall
+    return {
+        "gold_calls_mean": dg.MetadataValue.float(overall.gold_calls_mean),
+        "gold_calls_p90": dg.MetadataValue.float(overall.gold_calls_p90),
+        "share_over_20_calls": dg.MetadataValue.float(overall.share_over_20),
+        "share_mutate": dg.MetadataValue.float(overall.share_mutate),
+        "share_need_pagination": dg.MetadataValue.float(overall.share_need_pagination),
+        "depth": dg.MetadataValue.table(records=records, schema=schema),
+    }
 
 
 def stage_metadata(stage: Stage, run: StageRun, columns: list[str]) -> dict[str, dg.MetadataValue]:
@@ -55,13 +97,18 @@ def stage_metadata(stage: Stage, run: StageRun, columns: list[str]) -> dict[str,
     if stage.row_count:
         meta["dagster/row_count"] = dg.MetadataValue.int(int(totals.get(stage.row_count, 0)))
     drops: dict[str, int] = {}
+    short: dict[str, int] = {}
     for name, value in sorted(totals.items()):
         if name.startswith(DROP_PREFIX):
             drops[name.removeprefix(DROP_PREFIX)] = int(value)
+        elif name.startswith(SHORT_PREFIX):
+            short[name.removeprefix(SHORT_PREFIX)] = int(value)
         else:
             meta[f"total_{name}"] = dg.MetadataValue.float(float(value))
     if drops:
-        meta["drops_by_reason"] = drops_table(drops)
+        meta["drops_by_reason"] = counts_table("reason", "tasks_dropped", drops)
+    if short:
+        meta["fell_short_by_knob"] = counts_table("knob", "tasks_below_it", short)
     return meta
 
 
@@ -77,9 +124,10 @@ def stage_result(
     run: StageRun,
     columns: list[str],
     check_results: list[dg.AssetCheckResult] | None = None,
+    extra: dict[str, dg.MetadataValue] | None = None,
 ) -> dg.MaterializeResult:
     return dg.MaterializeResult(
-        metadata=stage_metadata(stage, run, columns),
+        metadata=stage_metadata(stage, run, columns) | (extra or {}),
         data_version=dg.DataVersion(run.data_version),
         check_results=check_results or [],
     )

@@ -4,21 +4,38 @@ import dagster as dg
 
 from assets.build import tool_graphs, tool_tests
 from assets.partitions import category_partitions
-from assets.results import gate_result, progress_logger, stage_result
+from assets.results import depth_metadata, gate_result, progress_logger, stage_result
+from factory.pipeline.artifacts import CANDIDATES_PARQUET, TASKS_PARQUET
 from factory.pipeline.registry import TASKS, VERIFIERS
-from factory.pipeline.tasks.tasks import synthesize_category_tasks
+from factory.pipeline.tasks.tasks import category_depth, synthesize_category_tasks
 from factory.pipeline.tasks.verifiers import audit_category_tasks, audit_check
+from factory.tasks.difficulty import KNOBS, DifficultyError, Knobs, knobs_for
 from resources import SandboxResource, StoreResource
 
 TASKS_GROUP = {"group_name": TASKS.group, "partitions_def": category_partitions}
 
 
 class TaskConfig(dg.Config):
-    """Tasks generated per environment before filtering (empty: FACTORY_TASKS_PER_ENV, else 20), and the
-    seed of walks and programs."""
+    """Tasks generated per environment before filtering (empty: FACTORY_TASKS_PER_ENV, else 20), the seed of
+    walks and programs, and the difficulty: a preset (easy, medium, hard; empty: FACTORY_DIFFICULTY, else
+    medium) with any knob set on top (each a floor per task: gold calls, pages of one listing, constraints,
+    obscured names, near-miss rows, refused calls to recover from)."""
 
     n: int | None = None
     seed: int = 0
+    difficulty: str | None = None
+    chain_length: int | None = None
+    pages: int | None = None
+    constraints: int | None = None
+    obscured: bool | None = None
+    distractors: int | None = None
+    recovery: int | None = None
+
+    def knobs(self) -> Knobs:
+        try:
+            return knobs_for(self.difficulty, **{k: getattr(self, k) for k in KNOBS})
+        except DifficultyError as e:
+            raise dg.Failure(f"tasks config: {e}") from e
 
 
 class SplitConfig(dg.Config):
@@ -40,9 +57,11 @@ def tasks(
         pool=sandbox.get(),
         n=config.n,
         seed=config.seed,
+        knobs=config.knobs(),
         progress=progress_logger(context),
     )
-    return stage_result(TASKS, run, ["generated", "candidates", "graph", "program", "filter_drops"])
+    depth = depth_metadata(category_depth(store.get(), TASKS, context.partition_key, CANDIDATES_PARQUET))
+    return stage_result(TASKS, run, ["generated", "candidates", "graph", "program", "filter_drops"], extra=depth)
 
 
 @dg.asset(
@@ -66,4 +85,6 @@ def verifiers(
         progress=progress_logger(context),
     )
     check = gate_result("verifier_audit", audit_check(store.get(), run.manifest))
-    return stage_result(VERIFIERS, run, ["candidates", "tasks", "audit_drops", "mutation_tasks"], [check])
+    depth = depth_metadata(category_depth(store.get(), VERIFIERS, context.partition_key, TASKS_PARQUET))
+    columns = ["candidates", "tasks", "audit_drops", "mutation_tasks"]
+    return stage_result(VERIFIERS, run, columns, [check], extra=depth)

@@ -44,7 +44,7 @@ class ToolOperation(Model):
 
     Semantics (the contract between entity inference and code generation):
     - list: optional exact-match filters named like fields, `min_<f>`/`max_<f>` range filters on
-      numbers and dates, `limit` (default 20, at most 100) and `offset`; returns
+      numbers and dates, `limit` (default 10, at most 20) and `offset`; returns
       `{"items": [...], "total": n, "next_offset": int | None}`.
     - search: `query` (case-insensitive substring over text fields) + `limit`/`offset`; same shape.
     - get: `<entity>_id`; returns the record, or error `not_found`.
@@ -320,11 +320,16 @@ class RubricCheck(Model):
 
 
 class Difficulty(Model):
+    """What a task reached on each difficulty knob (factory/tasks/difficulty.py says what they mean)."""
+
+    level: str | None = None  # the preset the task was synthesized at (easy, medium, hard)
     chain_length: int = 1
     weak_edge_share: float = 0.0
     obscured: bool = False
-    pagination: bool = False
+    pages: int = 1  # most pages of one listing the gold reads
     constraints: list[str] = Field(default_factory=list)
+    distractors: int = 0
+    recovery: int = 0
 
 
 class Origin(Model):
@@ -344,6 +349,8 @@ class Task(Model):
     difficulty: Difficulty = Field(default_factory=Difficulty)
     capabilities: list[str] = Field(default_factory=list)
     mutates: bool = False
+    gold_calls: int = 0  # tool calls the gold makes (pages and refused calls included)
+    needs_pagination: bool = False  # true only when reading the first page of each listing cannot answer it
     split: Split = "train"
     origin: Origin = Field(default_factory=Origin)
     lineage: Lineage | None = None

@@ -39,8 +39,22 @@ def tasks_cmd(
     n: Annotated[int, typer.Option("--n", help="How many tasks to generate before filtering.")] = 20,
     seed: Annotated[int, typer.Option(help="Seed for walks, phrasing and programs.")] = 0,
     kind: Annotated[str, typer.Option(help="graph, program or both.")] = "both",
+    difficulty: Annotated[
+        str | None, typer.Option(help="easy, medium or hard (default: FACTORY_DIFFICULTY, else medium).")
+    ] = None,
+    chain_length: Annotated[int | None, typer.Option(help="Knob: tool calls each gold makes, at least.")] = None,
+    pages: Annotated[int | None, typer.Option(help="Knob: pages of one listing each gold reads, at least.")] = None,
+    constraints: Annotated[int | None, typer.Option(help="Knob: constraints each task states, at least.")] = None,
+    obscured: Annotated[
+        bool | None, typer.Option("--obscured/--named", help="Knob: describe records instead of naming them.")
+    ] = None,
+    distractors: Annotated[int | None, typer.Option(help="Knob: near-miss rows each task has, at least.")] = None,
+    recovery: Annotated[int | None, typer.Option(help="Knob: refused calls each gold recovers from, at least.")] = None,
 ) -> None:
-    """Synthesize tasks for one environment, keep those that pass the filter and the audit, write them."""
+    """Synthesize tasks for one environment at a difficulty (a preset, with any knob set on top), keep those
+    that pass the filter and the audit, write them."""
+    from factory.tasks.depth import depth_line
+    from factory.tasks.difficulty import DifficultyError, knobs_for
     from factory.tasks.synthesize import synthesize_tasks
     from factory.tasks.table import write_tasks
 
@@ -48,12 +62,27 @@ def tasks_cmd(
         fail(f"--kind must be graph, program or both, not {kind!r}", 2)
     if n < 1:
         fail("--n must be at least 1", 2)
-    result = synthesize_tasks(_bundle(bundle), n=n, seed=seed, kind=kind)  # type: ignore[arg-type]  # kind checked above
+    try:
+        knobs = knobs_for(
+            difficulty,
+            chain_length=chain_length,
+            pages=pages,
+            constraints=constraints,
+            obscured=obscured,
+            distractors=distractors,
+            recovery=recovery,
+        )
+    except DifficultyError as e:
+        fail(f"--difficulty: {e}" if difficulty is not None else str(e), 2)
+    result = synthesize_tasks(_bundle(bundle), n=n, seed=seed, kind=kind, knobs=knobs)  # type: ignore[arg-type]  # kind checked above
     write_tasks(result.tasks, out)
     typer.echo(
         f"{len(result.tasks)}/{result.generated} tasks kept (yield {result.yield_rate:.0%}) "
         f"in {result.seconds:.1f} s -> {out}"
     )
+    typer.echo(f"  difficulty {knobs.level}: {depth_line(result.tasks)}")
+    for knob, count in result.shortfalls.items():
+        typer.echo(f"  fell short of {knob}: {count} (e.g. {result.shortfall_examples[knob]})")
     for reason, count in sorted(result.audit_summary.items(), key=lambda kv: (-kv[1], kv[0])):
         typer.echo(f"  {reason:24} {count}")
     for d in result.dropped:

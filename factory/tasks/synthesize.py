@@ -21,13 +21,14 @@ from factory.models import Lineage, Model, Task
 from factory.pipeline.registry import TASKS
 from factory.sandbox import SandboxPool
 from factory.store import hash_value
+from factory.tasks.difficulty import Knobs, knobs_for, shortfalls
 from factory.tasks.filter import MIN_SUCCESSES, VALIDATION_RUNS, Solver, filter_task
 from factory.verify.audit import audit_task
 from factory.verify.code import Runner
 from factory.verify.scoring import SessionFactory, VerdictCache, environment_session_factory, rubric_reward_setting
 
 TaskKindChoice = Literal["graph", "program", "both"]
-Generate = Callable[[Bundle, SessionFactory, random.Random, int], list[Task]]
+Generate = Callable[[Bundle, SessionFactory, random.Random, int, Knobs], list[Task]]
 
 
 class DroppedTask(Model):
@@ -47,6 +48,9 @@ class TaskSynthesis(Model):
     generated: int = 0
     yield_rate: float = 0.0  # kept / generated
     audit_summary: dict[str, int] = Field(default_factory=dict)  # reason code -> tasks dropped for it; "kept"
+    knobs: Knobs = Field(default_factory=Knobs)
+    shortfalls: dict[str, int] = Field(default_factory=dict)  # knob -> kept tasks that stayed below it
+    shortfall_examples: dict[str, str] = Field(default_factory=dict)  # knob -> one task's reason, e.g. "8 of 14 calls"
     seconds: float = 0.0
 
 
@@ -161,17 +165,21 @@ def audit_tasks(
     return _synthesis(bundle, kept, dropped, len(tasks), started)
 
 
-def _graph_generator(bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int) -> list[Task]:
+def _graph_generator(
+    bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int, knobs: Knobs
+) -> list[Task]:
     from factory.graphs import build_tool_graph
     from factory.tasks.walks import synthesize_graph_tasks
 
-    return synthesize_graph_tasks(bundle, session_factory, build_tool_graph(bundle.spec), rng, n)
+    return synthesize_graph_tasks(bundle, session_factory, build_tool_graph(bundle.spec), rng, n, knobs)
 
 
-def _program_generator(bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int) -> list[Task]:
+def _program_generator(
+    bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int, knobs: Knobs
+) -> list[Task]:
     from factory.tasks.programs import synthesize_program_tasks
 
-    return synthesize_program_tasks(bundle, session_factory, rng, n)
+    return synthesize_program_tasks(bundle, session_factory, rng, n, knobs=knobs)
 
 
 GENERATORS: dict[str, Generate] = {"graph": _graph_generator, "program": _program_generator}
@@ -187,11 +195,14 @@ def synthesize_tasks(
     rubric_reward: str | None = None,
     audit: bool = True,
     pool: SandboxPool | None = None,
+    knobs: Knobs | None = None,
 ) -> TaskSynthesis:
-    """Generate about `n` tasks of `kind` (`both`: half graph-walk, half program) and curate them; tools
-    and verifiers run in `pool` (the process's default pool when None)."""
+    """Generate about `n` tasks of `kind` (`both`: half graph-walk, half program) at the difficulty `knobs`
+    (None: the FACTORY_DIFFICULTY preset, else medium) and curate them; tools and verifiers run in `pool`
+    (the process's default pool when None). The result counts the kept tasks that fell short of a knob."""
     if kind not in ("graph", "program", "both"):
         raise ValueError(f"kind must be graph, program or both, not {kind!r}")
+    knobs = knobs or knobs_for()
     started = time.perf_counter()
     bundle = bundle_dir if isinstance(bundle_dir, Bundle) else Bundle.open(bundle_dir)
     counts = {"graph": n - n // 2, "program": n // 2} if kind == "both" else {kind: n}
@@ -200,8 +211,9 @@ def synthesize_tasks(
         tasks: list[Task] = []
         for k, count in counts.items():
             if count > 0:
-                tasks += GENERATORS[k](bundle, session_factory, random.Random(f"{seed}:{k}"), count)
-        return curate_tasks(
+                made = GENERATORS[k](bundle, session_factory, random.Random(f"{seed}:{k}"), count, knobs)
+                tasks += [_at_level(t, knobs) for t in made]
+        result = curate_tasks(
             bundle,
             tasks,
             session_factory,
@@ -212,3 +224,22 @@ def synthesize_tasks(
             started=started,
             audit=audit,
         )
+    return _with_shortfalls(result, knobs)
+
+
+def _at_level(task: Task, knobs: Knobs) -> Task:
+    return task.model_copy(update={"difficulty": task.difficulty.model_copy(update={"level": knobs.level})})
+
+
+def _with_shortfalls(result: TaskSynthesis, knobs: Knobs) -> TaskSynthesis:
+    """`result` with how many kept tasks stayed below each knob, and one example reason per knob."""
+    counts: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    for task in result.tasks:
+        for reason in shortfalls(task, knobs):
+            knob = reason_code(reason)
+            counts[knob] += 1
+            examples.setdefault(knob, reason)
+    return result.model_copy(
+        update={"knobs": knobs, "shortfalls": dict(sorted(counts.items())), "shortfall_examples": examples}
+    )

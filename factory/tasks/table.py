@@ -32,6 +32,8 @@ SCHEMA = pa.schema(
         ("difficulty", pa.string()),
         ("capabilities", pa.string()),
         ("mutates", pa.bool_()),
+        ("gold_calls", pa.int64()),
+        ("needs_pagination", pa.bool_()),
         ("split", pa.string()),
         ("origin", pa.string()),
         ("lineage", pa.string()),

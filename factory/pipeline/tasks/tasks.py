@@ -12,21 +12,26 @@ from pathlib import Path
 from factory.environment import env_number
 from factory.envs.bundle import Bundle
 from factory.pipeline.artifacts import CANDIDATES_PARQUET, DROPPED_JSON, bundles
-from factory.pipeline.registry import TASKS, TOOL_GRAPHS, TOOL_TESTS
+from factory.pipeline.registry import TASKS, TOOL_GRAPHS, TOOL_TESTS, Stage
 from factory.pipeline.runner import (
+    SHORT_PREFIX,
     EnvOutcome,
     EnvWork,
     Progress,
     StageRun,
     drop_counts,
+    env_dir,
     env_input_hash,
     manifest_hashes,
+    require_manifest,
     run_stage,
 )
 from factory.sandbox import SandboxPool
 from factory.store import Store, write_json_atomic
+from factory.tasks.depth import DepthReport, depth_report
+from factory.tasks.difficulty import Knobs, knobs_for
 from factory.tasks.synthesize import synthesize_tasks
-from factory.tasks.table import write_tasks
+from factory.tasks.table import read_tasks, write_tasks
 
 TASKS_PER_ENV_VARIABLE = "FACTORY_TASKS_PER_ENV"
 DEFAULT_TASKS_PER_ENV = 20
@@ -44,14 +49,17 @@ def synthesize_category_tasks(
     pool: SandboxPool,
     n: int | None = None,
     seed: int = 0,
+    knobs: Knobs | None = None,
     progress: Progress | None = None,
 ) -> StageRun:
-    """Graph-walk and program tasks for every gated environment of the category, solvability-filtered."""
+    """Graph-walk and program tasks at the difficulty `knobs` (None: FACTORY_DIFFICULTY, else medium) for
+    every gated environment of the category, solvability-filtered."""
     n = tasks_per_env(n)
+    knobs = knobs or knobs_for()
 
     def job(bundle: Bundle) -> EnvWork:
         def make(out: Path) -> EnvOutcome:
-            result = synthesize_tasks(bundle, n=n, seed=seed, kind="both", audit=False, pool=pool)
+            result = synthesize_tasks(bundle, n=n, seed=seed, kind="both", audit=False, pool=pool, knobs=knobs)
             write_tasks(result.tasks, out / CANDIDATES_PARQUET)
             write_json_atomic(out / DROPPED_JSON, [d.model_dump(mode="json") for d in result.dropped])
             kinds = [t.kind for t in result.tasks]
@@ -67,10 +75,16 @@ def synthesize_category_tasks(
                     "filter_drops": len(result.dropped),
                     "seconds": round(result.seconds, 2),
                     **drop_counts(result.audit_summary),
+                    **{f"{SHORT_PREFIX}{knob}": count for knob, count in result.shortfalls.items()},
                 },
             )
 
-        inputs = {"bundle": env_input_hash(store, TOOL_TESTS, category, bundle.spec.id), "n": n, "seed": seed}
+        inputs = {
+            "bundle": env_input_hash(store, TOOL_TESTS, category, bundle.spec.id),
+            "n": n,
+            "seed": seed,
+            "knobs": knobs,
+        }
         return EnvWork(bundle.spec.id, inputs, make)
 
     return run_stage(
@@ -81,3 +95,10 @@ def synthesize_category_tasks(
         upstream=manifest_hashes(store, category, TOOL_TESTS, TOOL_GRAPHS),
         progress=progress,
     )
+
+
+def category_depth(store: Store, stage: Stage, category: str, file: str) -> DepthReport:
+    """The depth of the tasks one stage kept for a category (`file` in each kept environment's directory)."""
+    manifest = require_manifest(store, stage, category)
+    tasks = [t for env_id in manifest.kept for t in read_tasks(env_dir(store, stage, category, env_id) / file)]
+    return depth_report(tasks)
