@@ -101,9 +101,14 @@ def test_tasks_benchmark_quick_writes_throughput(tmp_path):
     import json
 
     data = json.loads((tmp_path / "tasks.json").read_text())
-    for key in ("tasks_synthesized_per_s", "tasks_audited_per_s", "tasks_generated", "tasks_kept", "per_env"):
-        assert key in data
-    assert data["tasks_generated"] > 0 and data["per_env"]["online-shop"]["generated"] == data["tasks_generated"]
+    assert set(data["levels"]) == {"easy", "medium", "hard"}
+    for level in data["levels"].values():
+        for key in ("tasks_synthesized_per_s", "tasks_audited_per_s", "tasks_generated", "tasks_kept", "per_env"):
+            assert key in level
+        assert level["tasks_generated"] > 0
+        assert level["per_env"]["online-shop"]["generated"] == level["tasks_generated"]
+        assert {"gold_calls_mean", "gold_calls_p50", "gold_calls_p90", "share_over_20"} <= set(level["depth"])
+        assert level["depth"]["tasks"] == level["tasks_kept"]
 
 
 def test_reward_integrity_quick_writes_shares_per_attack_variant_and_kind(tmp_path, monkeypatch):
