@@ -129,6 +129,48 @@ def test_one_category_touches_only_its_own_partitions(world):
         assert latest and latest[0].asset_materialization.tags["dagster/data_version"] == expected[a], a
 
 
+def _metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
+    return next(
+        e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+        if e.materialization.asset_key.to_user_string() == asset
+    )
+
+
+@pytest.mark.slow
+def test_tasks_metadata_shows_depth_per_kind_and_level(world):
+    _, _, categories, runs = world
+    for asset in ("tasks", "verifiers"):
+        metadata = _metadata(runs[categories[0]], asset)
+        rows = {r.data["group"]: r.data for r in metadata["depth"].value.records}
+        assert {"all", "kind=graph", "kind=program", "level=medium"} <= set(rows), asset
+        assert rows["all"]["gold_calls_mean"] == metadata["gold_calls_mean"].value > 1
+        assert sum(v for k, v in rows["all"].items() if k.startswith("calls ")) == rows["all"]["tasks"]
+        for share in ("share_mutate", "share_need_pagination", "share_over_20_calls"):
+            assert 0 <= metadata[share].value <= 1
+
+
+@pytest.mark.slow
+def test_difficulty_in_the_tasks_config_rebuilds_the_tasks_at_that_level(world):
+    home, instance, categories, _ = world
+    category = categories[-1]
+    selection = ["tasks"]
+    easy = {"ops": {"tasks": {"config": {"n": 4, "seed": 0, "difficulty": "easy"}}}}
+    result = _materialize(instance, home, category, selection=selection, run_config=easy)
+    assert result.success and _metadata(result, "tasks")["rebuilt"].value >= 1
+    store = Store(home)
+    manifest = load_manifest(store, stage("tasks"), category)
+    assert manifest is not None
+    for env_id in manifest.kept:
+        made = read_tasks(store.artifact_dir("tasks", category) / env_id / "candidates.parquet")
+        assert made and all(t.difficulty.level == "easy" for t in made)
+    bad = {"ops": {"tasks": {"config": {"difficulty": "brutal"}}}}
+    failed = _materialize(instance, home, category, selection=selection, run_config=bad, raise_on_error=False)
+    assert not failed.success
+    (failure,) = [e for e in failed.all_events if e.is_failure and e.step_key == "tasks"]
+    assert "tasks config: level must be one of easy, medium, hard" in str(failure.event_specific_data)
+
+
 @pytest.mark.slow
 def test_planted_broken_environment_is_dropped_and_the_gate_fails_only_when_nothing_passes(tmp_path):
     home = tmp_path / "broken"

@@ -89,6 +89,26 @@ def test_bad_inputs_exit_2_with_a_message(made, tmp_path):
     assert bad_kind.exit_code == 2 and "--kind must be graph, program or both" in bad_kind.output
     assert not (tmp_path / "x.parquet").exists()
 
+    tasks_out = ["tasks", str(bundle), "--out", str(tmp_path / "x.parquet")]
+    bad_level = runner.invoke(app, [*tasks_out, "--difficulty", "brutal"])
+    assert bad_level.exit_code == 2 and "--difficulty: level must be one of easy, medium, hard" in bad_level.output
+    bad_knob = runner.invoke(app, [*tasks_out, "--pages", "0"])
+    assert bad_knob.exit_code == 2 and "bad difficulty knob" in bad_knob.output
+    bad_variable = runner.invoke(app, tasks_out, env={"FACTORY_DIFFICULTY": "brutal"})
+    assert bad_variable.exit_code == 2 and "FACTORY_DIFFICULTY must be one of" in bad_variable.output
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_tasks_at_a_difficulty_report_depth_and_shortfalls(shop_bundle, tmp_path):
+    out = tmp_path / "hard.parquet"
+    result = runner.invoke(app, ["tasks", str(shop_bundle), "--out", str(out), "--n", "2", "--difficulty", "hard"])
+    assert result.exit_code == 0, result.output
+    tasks = read_tasks(out)
+    assert tasks and all(t.difficulty.level == "hard" and t.gold_calls >= 1 for t in tasks)
+    assert "difficulty hard: gold calls mean" in result.output
+    easy = runner.invoke(app, ["tasks", str(shop_bundle), "--out", str(out), "--n", "2", "--difficulty", "easy"])
+    assert easy.exit_code == 0 and all(t.difficulty.level == "easy" for t in read_tasks(out))
+
 
 def verify_batch(bundle, table, lines_file):
     return runner.invoke(app, ["verify", str(bundle), str(table), "--trajectories", str(lines_file)])
