@@ -22,10 +22,13 @@ BUILD = {"group_name": MINED_DATASETS.group, "partitions_def": category_partitio
 
 
 class DatasetConfig(dg.Config):
-    """Seed for the procedural data generator and the state backend of new environments."""
+    """Seed and row-count scale of the procedural data generator, and the state backend of new environments.
+
+    `scale` None means $FACTORY_SEED_SCALE when the run starts, else 1.0."""
 
     seed: int = 0
     backend: StateBackend = "sqlite"
+    scale: float | None = None
 
 
 @dg.asset(deps=[topics, taxonomy], code_version=MINED_DATASETS.code_version, kinds={"json"}, **BUILD)
@@ -35,7 +38,12 @@ def mined_datasets(
     """Mined datasets: for each topic of the category, its entities (inferred from the tool schemas or
     taken from OpenAPI) and seeded rows consistent across foreign keys."""
     run = mine_datasets(
-        store.get(), context.partition_key, seed=config.seed, backend=config.backend, progress=progress_logger(context)
+        store.get(),
+        context.partition_key,
+        seed=config.seed,
+        backend=config.backend,
+        scale=config.scale,
+        progress=progress_logger(context),
     )
     return stage_result(MINED_DATASETS, run, ["entities", "rows", "tools_mapped", "tools_unmapped"])
 

@@ -64,15 +64,24 @@ def build_env_cmd(
     out: Annotated[Path, typer.Option(help="Directory to write the bundle to.")],
     seed: Annotated[int, typer.Option(help="Seed for data and code generation.")] = 0,
     backend: Annotated[str, typer.Option(help="State backend: sqlite or files.")] = "sqlite",
+    scale: Annotated[
+        float | None,
+        typer.Option(help="Row-count multiplier of the seeded data (default: $FACTORY_SEED_SCALE, else 1.0)."),
+    ] = None,
 ) -> None:
     """Build an environment bundle and gate it. Exit 0 when the gate keeps it."""
     from factory.envs.build import build_env
+    from factory.mining.datasets import seed_scale
     from factory.topics import SourceError
 
     if backend not in ("sqlite", "files"):
         fail(f"--backend must be sqlite or files, not {backend!r}", 2)
     try:
-        report = build_env(source, out, seed=seed, backend=backend)
+        rows_scale = seed_scale(scale, what="--scale")
+    except ValueError as e:
+        fail(str(e), 2)
+    try:
+        report = build_env(source, out, seed=seed, backend=backend, scale=rows_scale)
     except SourceError as e:
         fail(str(e), 2)
     _report_gate(out, report)

@@ -42,3 +42,30 @@ def test_rejected_environment_exits_non_zero_with_reasons(tmp_path: Path, monkey
     assert result.exit_code == 1
     assert "gate rejected the environment" in result.output and "does not load" in result.output
     assert (tmp_path / "shop" / "report.json").is_file()
+
+
+def test_build_env_scale_option_and_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from factory.envs.bundle import Bundle
+
+    monkeypatch.delenv("FACTORY_SEED_SCALE", raising=False)
+    runner = CliRunner()
+    base = runner.invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "a")])
+    big = runner.invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "b"), "--scale", "2.0"])
+    assert base.exit_code == 0 and big.exit_code == 0, big.output
+    assert Bundle.open(tmp_path / "a").spec.scale == 1.0
+    assert Bundle.open(tmp_path / "b").spec.scale == 2.0
+    monkeypatch.setenv("FACTORY_SEED_SCALE", "1.5")
+    env = runner.invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "c")])
+    assert env.exit_code == 0, env.output
+    assert Bundle.open(tmp_path / "c").spec.scale == 1.5
+
+
+def test_build_env_bad_scale_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("FACTORY_SEED_SCALE", raising=False)
+    runner = CliRunner()
+    bad = runner.invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "x"), "--scale", "0"])
+    assert bad.exit_code == 2 and "--scale" in bad.output
+    monkeypatch.setenv("FACTORY_SEED_SCALE", "many")
+    env = runner.invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "y")])
+    assert env.exit_code == 2 and "FACTORY_SEED_SCALE" in env.output
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

@@ -35,9 +35,12 @@ def build_bundle(
     backend: StateBackend = "sqlite",
     taxonomy: TaxonomyPath | None = None,
     lineage: Lineage | None = None,
+    scale: float = 1.0,
 ) -> GateReport:
-    """Build and gate the environment of `topic` into the directory `out`; returns the gate's report."""
-    spec, rows = draft_environment(topic, seed=seed, backend=backend, taxonomy=taxonomy, lineage=lineage)
+    """Build and gate the environment of `topic` into the directory `out`; returns the gate's report.
+
+    `scale` multiplies the seeded row counts."""
+    spec, rows = draft_environment(topic, seed=seed, backend=backend, taxonomy=taxonomy, lineage=lineage, scale=scale)
     return assemble_bundle(spec, rows, out)
 
 
@@ -60,6 +63,8 @@ def resolve_topic(source: str) -> Topic:
     return topics[0]
 
 
-def build_env(source: str, out: Path, seed: int = 0, backend: StateBackend = "sqlite") -> GateReport:
+def build_env(
+    source: str, out: Path, seed: int = 0, backend: StateBackend = "sqlite", scale: float = 1.0
+) -> GateReport:
     """`factory build-env`: build and gate the environment of a catalog topic id or a source file."""
-    return build_bundle(resolve_topic(source), Path(out), seed=seed, backend=backend)
+    return build_bundle(resolve_topic(source), Path(out), seed=seed, backend=backend, scale=scale)

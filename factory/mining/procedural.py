@@ -20,14 +20,18 @@ from typing import Any
 from faker import Faker
 
 from factory.envs.schema import table_order
-from factory.lexicon import COUNT_FIELDS, COUNTER_FIELDS
+from factory.lexicon import CLOSED_STATES, COUNT_FIELDS, COUNTER_FIELDS
+from factory.mining import values
 from factory.models import EntitySpec, FieldSpec
 from factory.naming import format_id
 
 Row = dict[str, Any]
 
-DATE_START = dt.date(2024, 1, 1)
-DATE_DAYS = 730  # the window 2024-01-01 .. 2025-12-30: fixed, so a seed always means the same dates
+# Every seeded date lies in the 18 months before a fixed reference date, so a seed always means the
+# same dates and no row is from another era (birth dates aside).
+REFERENCE_DATE = dt.date(2026, 3, 31)
+DATE_START = dt.date(2024, 10, 1)
+DATE_DAYS = (REFERENCE_DATE - DATE_START).days + 1  # DATE_START .. REFERENCE_DATE, both included
 
 _PERSON = {
     "user",
@@ -96,11 +100,10 @@ _TITLED = {
     "tour",
 }
 _LOOKUP = {"category", "tag", "label", "department", "region", "country", "currency", "role", "genre", "brand", "type"}
-_ADJECTIVES = ["Classic", "Smart", "Eco", "Ultra", "Compact", "Deluxe", "Rugged", "Light", "Pro", "Vintage", "Fresh"]
-_MATERIALS = ["Steel", "Cotton", "Bamboo", "Leather", "Ceramic", "Glass", "Wool", "Oak", "Carbon", "Linen"]
-_GOODS = ["Lamp", "Backpack", "Mug", "Chair", "Jacket", "Speaker", "Bottle", "Notebook", "Kettle", "Blanket", "Watch"]
 _AIRPORTS = ["JFK", "LAX", "SFO", "ORD", "ATL", "SEA", "BOS", "MIA", "DEN", "LHR", "CDG", "FRA", "AMS", "MAD", "NRT"]
-_CURRENCIES = ["USD", "EUR", "GBP"]
+_PERSON_ROLES = _PERSON | {"guide", "vet", "patient", "organizer", "requester", "recipient", "sender", "signer"}
+_TIMEZONES = ["America/New_York", "America/Chicago", "America/Denver", "America/Los_Angeles", "Europe/London"]
+_TIMEZONES += ["Europe/Berlin", "Europe/Paris", "Asia/Tokyo", "Asia/Singapore", "Australia/Sydney", "UTC"]
 _TEXT_FIELDS = {
     "description",
     "body",
@@ -122,26 +125,74 @@ _TEXT_FIELDS = {
 _COUNTERS = COUNTER_FIELDS | {"copies_available"}
 _TOTALS = ("total", "amount", "total_price", "subtotal", "total_amount", "total_cost", "cost")
 _UNIT_PRICES = ("unit_price", "price", "unit_cost", "cost_per_unit", "rate")
+_HOUR, _DAY = 60, 24 * 60
+# (start, end, shortest, longest): the end follows the start by a span in minutes (dates: whole days).
 _DATE_PAIRS = [
-    ("created_at", "updated_at"),
-    ("start_date", "end_date"),
-    ("starts_at", "ends_at"),
-    ("start_time", "end_time"),
-    ("check_in", "check_out"),
-    ("check_in_date", "check_out_date"),
-    ("departure_time", "arrival_time"),
-    ("departs_at", "arrives_at"),
-    ("pickup_date", "return_date"),
-    ("issued_on", "due_on"),
-    ("issue_date", "due_date"),
-    ("opened_at", "closed_at"),
-    ("borrowed_on", "due_on"),
-    ("start_on", "end_on"),
+    ("created_at", "updated_at", 0, 120 * _DAY),
+    ("start_date", "end_date", 7 * _DAY, 180 * _DAY),
+    ("starts_at", "ends_at", 30, 3 * _HOUR),
+    ("start_time", "end_time", 30, 3 * _HOUR),
+    ("check_in", "check_out", _DAY, 10 * _DAY),
+    ("check_in_date", "check_out_date", _DAY, 10 * _DAY),
+    ("departure", "arrival", _HOUR, 14 * _HOUR),
+    ("departure_time", "arrival_time", _HOUR, 14 * _HOUR),
+    ("departs_at", "arrives_at", _HOUR, 14 * _HOUR),
+    ("pickup_date", "return_date", _DAY, 14 * _DAY),
+    ("issued_on", "due_on", 14 * _DAY, 60 * _DAY),
+    ("issue_date", "due_date", 14 * _DAY, 60 * _DAY),
+    ("invoice_date", "due_date", 14 * _DAY, 60 * _DAY),
+    ("opened_at", "closed_at", _HOUR, 10 * _DAY),
+    ("borrowed_on", "due_on", 14 * _DAY, 28 * _DAY),
+    ("borrowed_on", "due_date", 14 * _DAY, 28 * _DAY),
+    ("assigned_on", "returned_on", 30 * _DAY, 300 * _DAY),
+    ("start_on", "end_on", _DAY, 30 * _DAY),
+    ("submitted_on", "approved_on", 0, 10 * _DAY),
+    ("ordered_at", "completed_at", _HOUR, 3 * _DAY),
 ]
+# Entities whose spans are shorter than the default of their pair: a leave lasts days, a shift hours.
+_SHORT_SPANS = {
+    ("leave_request", "start_date"): (0, 10 * _DAY),
+    ("absence", "start_date"): (0, 10 * _DAY),
+    ("time_off", "start_date"): (0, 10 * _DAY),
+    ("shift", "starts_at"): (4 * _HOUR, 10 * _HOUR),
+    ("shift", "start_time"): (4 * _HOUR, 10 * _HOUR),
+}
+# Datetimes people schedule fall on the quarter hour.
+_SCHEDULED_WORDS = ("start", "scheduled", "send", "due", "depart", "pickup", "expires")
 
 
-# A trip's end follows its start within hours.
-_TRIPS = [("departure", "arrival"), ("departure_time", "arrival_time"), ("departs_at", "arrives_at")]
+# Plausible ranges of number fields known by name.
+_NUMBER_RANGES: dict[str, tuple[float, float]] = {
+    "story_points": (1, 13),
+    "refills": (0, 5),
+    "routing_order": (1, 5),
+    "floor": (1, 20),
+    "days": (1, 10),
+    "leave_balance": (0, 30),
+    "vacation_days": (0, 30),
+    "version": (1, 20),
+    "mileage": (1000, 90000),
+    "odometer": (1000, 90000),
+    "employees": (5, 5000),
+    "employee_count": (5, 5000),
+    "headcount": (5, 5000),
+    "additions": (0, 400),
+    "deletions": (0, 400),
+    "gross": (1500, 12000),
+    "net": (1200, 9000),
+    "gross_pay": (1500, 12000),
+    "net_pay": (1200, 9000),
+    "cash": (500, 50000),
+    "hourly_rate": (20, 150),
+    "nightly_rate": (80, 600),
+    "daily_rate": (30, 250),
+    "fare": (80, 1500),
+    "weight_kg": (0.5, 60),
+    "max_points": (10, 100),
+    "shares": (1, 500),
+    "points_cost": (100, 5000),
+    "capacity_units": (1000, 20000),
+}
 
 
 def _derived_seed(seed: int, *parts: str) -> int:
@@ -177,6 +228,15 @@ def row_counts(entities: list[EntitySpec], scale: float = 1.0) -> dict[str, int]
             n = min(120, 30 + 25 * level(e, frozenset()))
         counts[e.name] = max(1, round(n * scale))
     return counts
+
+
+_FIRST_FIELDS = ("first_name", "last_name", "name", "full_name", "title", "make", "species", "city")
+
+
+def _generation_order(f: FieldSpec) -> int:
+    if f.primary_key or f.references or f.enum:
+        return 0
+    return 1 if f.name in _FIRST_FIELDS else 2
 
 
 class _EntityRows:
@@ -218,13 +278,16 @@ class _EntityRows:
 
     def _row(self, i: int, prefix: str, earlier: list[Row]) -> Row:
         row: Row = {}
-        for f in self.entity.fields:
+        # enums and names first, so dependent values follow them (a breed its species, an email its
+        # person, a mime type its file name); the row keeps the entity's field order
+        for f in sorted(self.entity.fields, key=_generation_order):
             if f.primary_key or f.name == self.entity.primary_key:
                 row[f.name] = format_id(prefix, i) if f.type == "string" else i
             elif f.references:
                 row[f.name] = self._reference(f, earlier)
             else:
                 row[f.name] = self._unique(f, row, i)
+        row = {f.name: row[f.name] for f in self.entity.fields}
         self._make_consistent(row)
         return row
 
@@ -276,26 +339,49 @@ class _EntityRows:
         if f.type == "date":
             return self._date(n).isoformat()
         if f.type == "datetime":
-            return self._datetime().isoformat()
+            return self._datetime(n).isoformat()
         if f.type in ("integer", "number"):
             return self._number(f, n)
         return self._string(f, n, row, i)
 
     def _date(self, n: str) -> dt.date:
         if n in ("dob", "birthday", "birth_date", "date_of_birth"):
+            if self.entity.name in ("pet", "animal"):
+                return REFERENCE_DATE - dt.timedelta(days=self.rng.randrange(180, 15 * 365))
             return dt.date(1950, 1, 1) + dt.timedelta(days=self.rng.randrange(20000))
         return DATE_START + dt.timedelta(days=self.rng.randrange(DATE_DAYS))
 
-    def _datetime(self) -> dt.datetime:
+    def _datetime(self, n: str = "") -> dt.datetime:
         start = dt.datetime(DATE_START.year, DATE_START.month, DATE_START.day)
-        return start + dt.timedelta(days=self.rng.randrange(DATE_DAYS), seconds=self.rng.randrange(8 * 3600, 20 * 3600))
+        moment = start + dt.timedelta(
+            days=self.rng.randrange(DATE_DAYS), seconds=self.rng.randrange(8 * 3600, 20 * 3600)
+        )
+        if any(w in n for w in _SCHEDULED_WORDS):
+            moment = moment.replace(minute=moment.minute // 15 * 15, second=0)
+        return moment
 
     def _range(self, f: FieldSpec, n: str) -> tuple[float, float]:
         money = f.format == "money"
         if n in COUNT_FIELDS or n.startswith("num_"):
             lo, hi = 1, 5
+        elif n in ("participants", "rooms", "openings", "max_guests", "guests_count", "attendee_count"):
+            lo, hi = 1, 8
         elif n in _COUNTERS:
             lo, hi = 0, 200
+        elif n in _NUMBER_RANGES:
+            lo, hi = _NUMBER_RANGES[n]
+        elif n.startswith("max_hours"):
+            lo, hi = 20, 40
+        elif n.endswith("_days") and not n.startswith("num_"):
+            lo, hi = 7, 60
+        elif n.endswith("_bytes"):
+            lo, hi = 1_000, 50_000_000
+        elif "seconds" in n:
+            lo, hi = 20, 1800
+        elif "salary" in n:
+            lo, hi = 40000, 180000
+        elif n.startswith("total_") and self.entity.name in ("pay_run", "payroll"):
+            lo, hi = 20000, 400000
         elif n == "capacity" or n.endswith("_capacity"):
             lo, hi = 10, 300
         elif n in ("remaining", "amount_remaining", "remaining_amount", "remaining_budget", "available_funds"):
@@ -351,50 +437,54 @@ class _EntityRows:
 
     def _string(self, f: FieldSpec, n: str, row: Row, i: int) -> str:
         fake, rng, entity = self.fake, self.rng, self.entity.name
+        if "currency" in n:
+            return values.currency(rng)
         if f.format == "email" or n == "email" or n.endswith("_email"):
-            return self._email(row)
+            return self._email(n, row)
         if f.format == "phone" or n in ("phone", "phone_number", "mobile", "fax") or n.endswith("_phone"):
-            return fake.numerify("+1-###-###-####")
+            return f"+1-{rng.randint(2, 9)}{rng.randint(0, 99):02d}-{rng.randint(2, 9)}{rng.randint(0, 99):02d}-" + (
+                f"{rng.randint(0, 9999):04d}"
+            )
         if f.format == "uuid" or n == "uuid":
             return str(uuid.UUID(int=rng.getrandbits(128), version=4))
         if f.format == "url" or n in ("url", "website", "homepage", "link") or n.endswith("_url"):
-            return f"https://{fake.domain_name()}/{fake.slug()}"
+            return self._url(n, row)
         if n == "first_name":
             return fake.first_name()
         if n == "last_name":
             return fake.last_name()
         if n in ("full_name", "contact_name", "customer_name", "author_name", "passenger_name", "guest_name"):
-            return fake.name()
+            return values.person_name(rng, fake)
         if n in ("username", "user_name", "login", "handle"):
             return fake.user_name()
+        if n in values.PERSON_FIELDS or (n.endswith("_name") and n[: -len("_name")] in _PERSON_ROLES):
+            return fake.user_name() if entity in values.DEV_ENTITIES else values.person_name(rng, fake)
         if n == "flight_number":
             return f"{rng.choice(['AA', 'UA', 'DL', 'BA', 'LH', 'AF'])}{rng.randint(100, 9999)}"
         if n == "sku" or n.endswith("_sku"):
             return f"SKU-{rng.randint(10000, 99999)}"
-        if n.endswith("_number") and not any(w in n for w in ("phone", "card")):
-            return f"{(self.entity.id_prefix or 'N').rstrip('_').upper()}-{2024 + rng.randint(0, 1)}-{i:05d}"
-        if n == "code" or n.endswith("_code"):
-            return self._code(n)
-        if n == "slug":
-            return fake.slug()
-        if n in ("address", "street", "street_address", "address_line1", "billing_address", "shipping_address"):
+        if n == "number" or (n.endswith("_number") and not any(w in n for w in ("phone", "card", "account", "room"))):
+            year = rng.randint(DATE_START.year, REFERENCE_DATE.year)
+            return f"{(self.entity.id_prefix or 'N').rstrip('_').upper()}-{year}-{i:05d}"
+        if n in ("address", "street", "street_address", "address_line1") or n.endswith("_address"):
             return fake.street_address()
-        if n == "city":
-            return fake.city()
-        if n in ("state", "province", "region"):
-            return fake.state_abbr()
-        if n == "country":
-            return fake.country()
         if n in ("zip", "zipcode", "zip_code", "postal_code", "postcode"):
             return fake.postcode()
-        if n in ("company", "company_name", "employer", "organization", "vendor", "vendor_name", "supplier_name"):
+        if n in ("company", "company_name", "employer", "organization", "vendor_name", "supplier_name"):
             return fake.company()
-        if n in ("job_title", "position", "occupation", "role_title"):
+        if n in ("job_title", "position", "occupation", "role_title") or (n == "title" and entity in _PERSON):
             return fake.job()
-        if n in ("currency", "currency_code"):
-            return rng.choice(_CURRENCIES)
+        known = values.field_value(
+            n, entity, row, rng, fake, (DATE_START.year, REFERENCE_DATE.year), REFERENCE_DATE.month, DATE_START.month
+        )
+        if known is not None:
+            return known
+        if n == "code" or n.endswith("_code"):
+            return self._code(n, row)
+        if n == "slug":
+            return fake.slug()
         if n in ("timezone", "time_zone", "tz"):
-            return fake.timezone()
+            return rng.choice(_TIMEZONES)
         if n in ("color", "colour"):
             return fake.color_name()
         if n in ("ip", "ip_address"):
@@ -408,31 +498,46 @@ class _EntityRows:
         if n in ("seat", "seat_number"):
             return f"{rng.randint(1, 40)}{rng.choice('ABCDEF')}"
         if n in ("file_name", "filename"):
-            return fake.file_name()
-        if n in ("mime_type", "content_type"):
-            return fake.mime_type()
+            return values.ENTITY_LABELS["file"](rng, row, fake)
         if n == "path" or n.endswith("_path"):
-            return fake.file_path(depth=2)
+            return f"/{rng.choice(values.FOLDERS).lower().replace(' ', '-')}/{fake.slug()}"
         if n in ("subject", "headline"):
-            return fake.sentence(nb_words=rng.randint(3, 6)).rstrip(".")
+            label = values.entity_label(entity, rng, row, fake)
+            return label or rng.choice(values.MEETINGS)
         if n in _TEXT_FIELDS or n.endswith(("_description", "_notes", "_reason", "_text")):
-            return fake.sentence(nb_words=rng.randint(8, 16))
+            return values.phrase(rng, entity, n)
         if n in ("name", "title", "display_name", "label") or n.endswith("_name"):
-            return self._name(n, entity)
-        return fake.word()
+            return self._name(n, entity, row)
+        return f"{n.replace('_', ' ').title()} {rng.randint(1, 99)}"
 
-    def _email(self, row: Row) -> str:
-        first, last = row.get("first_name"), row.get("last_name")
-        full = row.get("name") or row.get("full_name")
-        if not (first and last) and isinstance(full, str) and " " in full and self.entity.name in _PERSON:
+    def _email(self, n: str, row: Row) -> str:
+        role = n[: -len("_email")] if n.endswith("_email") else ""
+        first, last = (row.get("first_name"), row.get("last_name")) if not role else (None, None)
+        full = row.get(f"{role}_name") if role else row.get("name") or row.get("full_name")
+        if role and not isinstance(full, str) and isinstance(row.get(role), str) and " " in row[role]:
+            full = row[role]
+        if not (first and last) and isinstance(full, str) and " " in full and (role or self.entity.name in _PERSON):
             first, last = full.split(" ")[0], full.split(" ")[-1]
-        if first and last:
-            local = re.sub(r"[^a-z0-9.]", "", f"{first}.{last}".lower())
-        else:
-            local = re.sub(r"[^a-z0-9._]", "", self.fake.user_name().lower())
+        if not (first and last):
+            first, last = self.fake.first_name(), self.fake.last_name()
+        style = self.rng.random()
+        local = f"{first}.{last}" if style < 0.7 else f"{first[0]}{last}" if style < 0.9 else f"{first}{last[0]}"
+        local = re.sub(r"[^a-z0-9.]", "", local.lower()).strip(".")
         return f"{local or 'user'}@{self.fake.free_email_domain()}"
 
-    def _code(self, n: str) -> str:
+    def _url(self, n: str, row: Row) -> str:
+        host = f"www.{values._domain(row, self.rng)}" if n in ("website", "homepage") else self.fake.domain_name()
+        if n in ("website", "homepage"):
+            return f"https://{host}"
+        stem = {"resume_url": "resumes", "document_url": "documents", "avatar_url": "avatars"}.get(n, "files")
+        return f"https://{host}/{stem}/{self.rng.getrandbits(40):010x}"
+
+    def _code(self, n: str, row: Row) -> str:
+        label = row.get("name") or row.get("title")
+        if isinstance(label, str) and self.entity.name in ("course", "lab_test", "subject", "class", "school_class"):
+            words = [w for w in re.split(r"[^A-Za-z]+", label) if w and w[0].isupper()]
+            letters = "".join(w[0] for w in words[:4]).upper() or "X"
+            return f"{letters[:4]}{self.rng.randint(100, 499)}"
         letters = "".join(self.rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") for _ in range(3))
         return f"{letters}{self.rng.randint(100, 999)}"
 
@@ -441,33 +546,40 @@ class _EntityRows:
         choices = [a for a in _AIRPORTS if a != other]
         return self.rng.choice(choices)
 
-    def _name(self, n: str, entity: str) -> str:
+    def _name(self, n: str, entity: str, row: Row) -> str:
         fake, rng = self.fake, self.rng
+        if n.endswith("_name") and n not in ("display_name",):
+            stem = n[: -len("_name")]
+            if stem in _PRODUCT:
+                return values.product_name(rng)
+            label = values.entity_label(stem, rng, row, fake)
+            if label is not None:
+                return label
         if entity in _PERSON:
-            return fake.name()
+            return values.person_name(rng, fake)
         if entity in _COMPANY:
             return fake.company()
+        label = values.entity_label(entity, rng, row, fake)
+        if label is not None:
+            return label
         if entity in _PRODUCT:
-            return f"{rng.choice(_ADJECTIVES)} {rng.choice(_MATERIALS)} {rng.choice(_GOODS)}"
+            return values.product_name(rng)
         if entity in _PLACE:
-            return f"{fake.city()} {entity.replace('_', ' ').title()}"
+            return f"{values.city(rng)} {entity.replace('_', ' ').title()}"
         if entity in _TITLED or n == "title":
-            return fake.sentence(nb_words=rng.randint(3, 7)).rstrip(".")
-        return " ".join(w.title() for w in fake.words(nb=2))
+            return rng.choice(values.MEETINGS)
+        return values.generic_label(entity, rng)
 
     # --- cross-field consistency ----------------------------------------------------------
 
     def _make_consistent(self, row: Row) -> None:
         fields = {f.name: f for f in self.entity.fields}
-        for start, end in _DATE_PAIRS:
-            a, b = row.get(start), row.get(end)
-            if isinstance(a, str) and isinstance(b, str) and b < a:
-                row[start], row[end] = b, a
-        for start, end in _TRIPS:
-            a = row.get(start)
-            if isinstance(a, str) and end in fields and fields[start].type == fields[end].type == "datetime":
-                later = dt.datetime.fromisoformat(a) + dt.timedelta(minutes=self.rng.randrange(60, 14 * 60, 5))
-                row[end] = later.isoformat()
+        self._date_spans(row, fields)
+        if any(f.enum and row.get(f.name) in CLOSED_STATES for f in self.entity.fields):
+            # a closed row (archived product, cancelled show) keeps little of what it once offered
+            for name in fields:
+                if name in _COUNTERS and isinstance(row.get(name), int) and name not in self.seen:
+                    row[name] = min(row[name], self.rng.randint(0, 10))
         capacity = row.get("capacity")
         if isinstance(capacity, int):
             for name in fields:
@@ -478,6 +590,38 @@ class _EntityRows:
             if total is not None and isinstance(row.get(name), int | float) and name not in self.seen:
                 row[name] = round(self.rng.uniform(0, max(total, 0)), 2) if fields[name].type == "number" else 0
         self._price_totals(row, fields)
+
+    def _date_spans(self, row: Row, fields: dict[str, FieldSpec]) -> None:
+        """Ends follow their starts by a plausible span (an hour-long meeting, a week's stay), inside the window."""
+        last = dt.datetime.combine(REFERENCE_DATE, dt.time(23, 59))
+        for start, end, shortest, longest in _DATE_PAIRS:
+            a, b = row.get(start), row.get(end)
+            if not (isinstance(a, str) and isinstance(b, str)) or start in self.seen or end in self.seen:
+                continue
+            if fields[start].type not in ("date", "datetime") or fields[end].type not in ("date", "datetime"):
+                continue
+            shortest, longest = _SHORT_SPANS.get((self.entity.name, start), (shortest, longest))
+            begin = dt.datetime.fromisoformat(a)
+            if fields[end].type == "date" or fields[start].type == "date":
+                span = dt.timedelta(days=self.rng.randint(shortest // _DAY, max(shortest // _DAY, longest // _DAY)))
+            else:
+                span = dt.timedelta(minutes=self.rng.randrange(shortest, longest + 1, 5 if longest >= 5 else 1))
+            finish = begin + span
+            if finish > last:  # shift both back into the window
+                begin, finish = begin - (finish - last), last
+                if fields[start].type == "datetime" and fields[end].type == "datetime":
+                    begin, finish = begin.replace(second=0), finish.replace(second=0)
+            row[start] = _iso(begin, fields[start].type)
+            row[end] = _iso(finish, fields[end].type)
+        for count, (start, end, extra) in (
+            ("days", ("start_date", "end_date", 1)),
+            ("nights", ("check_in", "check_out", 0)),
+        ):
+            if isinstance(row.get(count), int) and isinstance(row.get(start), str) and isinstance(row.get(end), str):
+                value = (dt.date.fromisoformat(row[end][:10]) - dt.date.fromisoformat(row[start][:10])).days + extra
+                lo, hi = fields[count].minimum, fields[count].maximum
+                if (lo is None or value >= lo) and (hi is None or value <= hi):
+                    row[count] = value
 
     def _price_totals(self, row: Row, fields: dict[str, FieldSpec]) -> None:
         """An order line's total is quantity x the referenced product's price, when both are known."""
@@ -500,6 +644,10 @@ class _EntityRows:
                 if (lo is None or value >= lo) and (hi is None or value <= hi):
                     row[total_name] = value
                 return
+
+
+def _iso(moment: dt.datetime, kind: str) -> str:
+    return moment.date().isoformat() if kind == "date" else moment.isoformat()
 
 
 def generate_rows(entities: list[EntitySpec], seed: int, scale: float = 1.0) -> dict[str, list[Row]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from factory.envs.bundle import ENV_JSON
-from factory.mining.datasets import draft_environment
+from factory.mining.datasets import draft_environment, seed_scale
 from factory.models import Lineage, StateBackend, TaxonomyPath, Topic
 from factory.pipeline.artifacts import ROWS_JSON, taxonomy_hash, topics_hash, topics_in_category
 from factory.pipeline.registry import MINED_DATASETS, TAXONOMY, TOPICS
@@ -15,16 +15,28 @@ from factory.store import Store, hash_value, write_json_atomic
 
 
 def mine_datasets(
-    store: Store, category: str, *, seed: int = 0, backend: StateBackend = "sqlite", progress: Progress | None = None
+    store: Store,
+    category: str,
+    *,
+    seed: int = 0,
+    backend: StateBackend = "sqlite",
+    scale: float | None = None,
+    progress: Progress | None = None,
 ) -> StageRun:
-    """A mined dataset for every topic of the category; kept when at least one tool maps to an operation."""
+    """A mined dataset for every topic of the category; kept when at least one tool maps to an operation.
+
+    `scale` multiplies the seeded row counts (None: $FACTORY_SEED_SCALE, read now, else 1.0); it is an
+    input of every environment's work, so changing it rebuilds them."""
+    scale = seed_scale(scale)
 
     def job(topic: Topic, path: TaxonomyPath) -> EnvWork:
         def make(out: Path) -> EnvOutcome:
             lineage = Lineage(
                 stage=MINED_DATASETS.name, code_version=MINED_DATASETS.code_version, inputs={"topic": hash_value(topic)}
             )
-            spec, rows = draft_environment(topic, seed=seed, backend=backend, taxonomy=path, lineage=lineage)
+            spec, rows = draft_environment(
+                topic, seed=seed, backend=backend, taxonomy=path, lineage=lineage, scale=scale
+            )
             write_json_atomic(out / ENV_JSON, spec)
             write_json_atomic(out / ROWS_JSON, rows)
             mapped = sum(1 for t in spec.tools if t.operation is not None)
@@ -40,7 +52,8 @@ def mine_datasets(
                 },
             )
 
-        return EnvWork(topic.id, {"topic": topic, "taxonomy": path, "seed": seed, "backend": backend}, make)
+        inputs = {"topic": topic, "taxonomy": path, "seed": seed, "backend": backend, "scale": scale}
+        return EnvWork(topic.id, inputs, make)
 
     return run_stage(
         store,
