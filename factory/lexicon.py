@@ -620,7 +620,18 @@ BUDGET_NOUNS = frozenset({"budget", "wallet", "allowance", "grant", "fund", "cre
 # Integer fields of a row that draw on a counter of the row it references, best first.
 QUANTITY_FIELDS = ("quantity", "qty", "units", "count")
 SEAT_FIELDS = frozenset(
-    {"seats", "seat_count", "num_seats", "passengers", "guests", "tickets", "party_size", "attendees"}
+    {
+        "seats",
+        "seat_count",
+        "num_seats",
+        "passengers",
+        "guests",
+        "tickets",
+        "party_size",
+        "attendees",
+        "participants",
+        "rooms",
+    }
 )
 SPEND_FIELDS = frozenset({"amount", "total", "cost", "total_amount", "total_cost", "price"})
 # Fields counting a few things on one row (units ordered, seats, nights): small values.
@@ -686,3 +697,72 @@ UPDATE_TIMESTAMP_COLUMNS = (
     "last_updated",
     "last_updated_at",
 )
+
+# --- effects of state changes: supplies given back, ledgers, closed rows -------------------------
+
+# States in which a row that consumed a supply (an order, a booking) holds none of it any more.
+RELEASED_STATES = frozenset(
+    {
+        "cancelled",
+        "canceled",
+        "rejected",
+        "declined",
+        "void",
+        "voided",
+        "refunded",
+        "withdrawn",
+        "expired",
+        "failed",
+        "revoked",
+    }
+)
+# States that end the use of something lent rather than spent (a seat, a room, a copy): it is free again.
+ENDED_STATES = frozenset({"completed", "returned", "checked_out", "finished", "ended", "done"})
+# Words of a supply that is lent for a while and comes back when the use ends (seats, capacity, copies).
+REUSABLE_SUPPLY_WORDS = ("seat", "capacity", "copies", "spot", "place", "room", "slot", "bed", "table")
+# Rows that hold one unit of the counter of the row they reference, without a quantity of their own.
+ONE_UNIT_NOUNS = frozenset(
+    {
+        "enrollment",
+        "enrolment",
+        "loan",
+        "registration",
+        "signup",
+        "borrowing",
+        "checkout",
+        "seat_booking",
+    }
+)
+# Closed states: a row in one is done with; it takes no updates, amount changes or new rows pointing at it.
+CLOSED_STATES = frozenset(
+    {
+        "closed",
+        "cancelled",
+        "canceled",
+        "archived",
+        "void",
+        "voided",
+        "deleted",
+        "revoked",
+        "expired",
+        "retired",
+        "terminated",
+        "inactive",
+        "discontinued",
+    }
+)
+# Entities whose rows record amount movements of the row they reference.
+LEDGER_NOUNS = frozenset(
+    {"transaction", "ledger", "ledger_entry", "entry", "movement", "posting", "transfer", "statement_line"}
+)
+LEDGER_SUFFIXES = ("_transaction", "_entry", "_movement", "_posting")
+# The amount column of a ledger row and the column saying which way the amount went, best first.
+LEDGER_AMOUNTS = ("amount", "value", "delta", "change", "quantity", "points")
+LEDGER_KIND_FIELDS = ("kind", "type", "direction", "transaction_type", "entry_type", "category")
+# Values of that column for each movement, best first.
+LEDGER_KINDS = {
+    "increment": ("deposit", "credit", "top_up", "topup", "refund", "in", "incoming", "earn", "accrual", "receipt"),
+    "decrement": ("withdrawal", "withdraw", "debit", "charge", "payment", "out", "outgoing", "redeem", "spend"),
+    "transfer_out": ("transfer_out", "outgoing_transfer", "transfer", "debit", "out", "withdrawal"),
+    "transfer_in": ("transfer_in", "incoming_transfer", "transfer", "credit", "in", "deposit"),
+}

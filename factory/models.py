@@ -104,14 +104,22 @@ class Rule(Model):
 
     - non_negative: `field` of this entity never goes below 0 (stock, balance, seats_available);
       a write that would break it fails with error `insufficient_<field>`.
-    - consumes: creating a row of this entity with quantity `field` subtracts it from `target`
-      ("entity.field") on the row this one references by foreign key; fails with
-      `insufficient_<target field>` when not enough is left (an order cannot exceed supply, a
+    - consumes: creating a row of this entity with quantity `field` (None: each row takes one unit)
+      subtracts it from `target` ("entity.field") on the row this one references by foreign key; fails
+      with `insufficient_<target field>` when not enough is left (an order cannot exceed supply, a
       purchase cannot exceed the budget). Deleting the row gives it back.
+    - releases: a row of this entity whose status `field` is one of `fields` holds none of the supply
+      `target` ("entity.field", a consumes rule's target): moving it into such a state (cancelling an
+      order, ending a booking) gives its quantity back; deleting it then gives nothing back.
+    - ledger: every amount change of `field` on a row of this entity (increment, decrement, transfer:
+      a deposit, withdrawal or transfer) writes one row per moved row into the entity `target` (a
+      transaction or ledger entry referencing this entity).
+    - terminal: a row whose status `field` is one of `fields` (closed, cancelled, archived...) is done
+      with: updates and amount changes on it, and new rows referencing it, fail with `invalid_state`.
     - unique_together: `fields` may not repeat across rows.
     """
 
-    kind: Literal["non_negative", "consumes", "unique_together"]
+    kind: Literal["non_negative", "consumes", "releases", "ledger", "terminal", "unique_together"]
     field: str | None = None
     target: str | None = None
     fields: list[str] | None = None

@@ -22,7 +22,13 @@ from typing import NamedTuple
 
 from factory.envs.toolkit import common, files_store, sqlite_store
 from factory.envs.toolkit.common import DEFAULT_LIMIT
-from factory.lexicon import TIMESTAMP_COLUMNS, UPDATE_TIMESTAMP_COLUMNS
+from factory.lexicon import (
+    LEDGER_AMOUNTS,
+    LEDGER_KIND_FIELDS,
+    LEDGER_KINDS,
+    TIMESTAMP_COLUMNS,
+    UPDATE_TIMESTAMP_COLUMNS,
+)
 from factory.models import EntitySpec, EnvSpec, FieldSpec, ToolOperation, ToolSpec
 
 # Columns the tools maintain themselves: set from the latest existing value, ignored by verifiers.
@@ -132,13 +138,16 @@ def _check_tool(spec: EnvSpec, tool: ToolSpec) -> tuple[ToolOperation, EntitySpe
 
 
 class Supply(NamedTuple):
-    """A consumes rule resolved against the entities: a row's `quantity` is taken from `supply_field` of the
-    `supply` row its `foreign_key` names."""
+    """A consumes rule resolved against the entities: a row's `quantity` (None: one unit) is taken from
+    `supply_field` of the `supply` row its `foreign_key` names; a row whose `status` is one of `released`
+    holds none of it (a releases rule)."""
 
-    quantity: str
+    quantity: str | None
     supply: EntitySpec
     supply_field: str
     foreign_key: str
+    status: str | None = None
+    released: tuple[str, ...] = ()
 
 
 def consumed_supplies(entities: list[EntitySpec], entity: EntitySpec) -> list[Supply]:
@@ -146,7 +155,7 @@ def consumed_supplies(entities: list[EntitySpec], entity: EntitySpec) -> list[Su
     fields = {f.name for f in entity.fields}
     out = []
     for rule in entity.rules:
-        if rule.kind != "consumes" or not rule.field or not rule.target or rule.field not in fields:
+        if rule.kind != "consumes" or not rule.target or (rule.field is not None and rule.field not in fields):
             continue
         name, _, supply_field = rule.target.partition(".")
         supply = find_entity(entities, name)
@@ -155,9 +164,75 @@ def consumed_supplies(entities: list[EntitySpec], entity: EntitySpec) -> list[Su
         refs = [
             f.name for f in entity.fields if f.references and f.references.split(".")[0] in (supply.name, supply.table)
         ]
+        releases = [
+            r
+            for r in entity.rules
+            if r.kind == "releases" and r.field in fields and r.fields and r.target in (rule.target, None)
+        ]
+        status, released = (releases[0].field, tuple(releases[0].fields or ())) if releases else (None, ())
         if refs:
-            out.append(Supply(rule.field, supply, supply_field, refs[0]))
+            out.append(Supply(rule.field, supply, supply_field, refs[0], status, released))
     return out
+
+
+def closed_states(entity: EntitySpec) -> tuple[str | None, tuple[str, ...]]:
+    """The status field of `entity` and its closed states (a terminal rule), or (None, ())."""
+    fields = {f.name for f in entity.fields}
+    for rule in entity.rules:
+        if rule.kind == "terminal" and rule.field in fields and rule.fields:
+            return rule.field, tuple(rule.fields)
+    return None, ()
+
+
+class Ledger(NamedTuple):
+    """A ledger rule resolved: amount changes are written as rows of `entity` naming the moved row by
+    `foreign_key`, the amount in `amount` (negative for money going out when there is no `kind` column) and
+    the direction in `kind` (values by movement: increment, decrement, transfer_out, transfer_in)."""
+
+    entity: EntitySpec
+    foreign_key: str
+    amount: str
+    kind: str | None
+    kinds: dict[str, str]
+
+
+def ledger_of(entities: list[EntitySpec], entity: EntitySpec, field: str | None) -> Ledger | None:
+    """How amount changes of `field` on `entity` are recorded, when a ledger rule says so."""
+    for rule in entity.rules:
+        if rule.kind != "ledger" or rule.field != field or not rule.target:
+            continue
+        ledger = find_entity(entities, rule.target)
+        if ledger is None:
+            continue
+        by_name = {f.name: f for f in ledger.fields}
+        fks = [f.name for f in ledger.fields if (f.references or "").split(".")[0] in (entity.name, entity.table)]
+        amount = next((n for n in LEDGER_AMOUNTS if n in by_name and by_name[n].type in NUMERIC_TYPES), None)
+        if not fks or amount is None:
+            continue
+        kind = next((n for n in LEDGER_KIND_FIELDS if n in by_name and by_name[n].enum), None)
+        values = by_name[kind].enum or [] if kind else []
+        kinds = {}
+        for movement, words in LEDGER_KINDS.items():
+            hit = next((w for w in words if w in values), None)
+            if hit is not None:
+                kinds[movement] = hit
+        if kind is not None and not {"increment", "decrement"} <= set(kinds):
+            kind, kinds = None, {}
+        return Ledger(ledger, fks[0], amount, kind, kinds)
+    return None
+
+
+def ledger_entry(ledger: Ledger, key: object, amount: object, movement: str) -> dict[str, object]:
+    """The fields a ledger row of one movement gets (the others are None, enums their first value)."""
+    entry: dict[str, object] = {}
+    for f in ledger.entity.fields:
+        entry[f.name] = f.enum[0] if f.enum and f.name != ledger.entity.primary_key else None
+    entry[ledger.foreign_key] = key
+    entry[ledger.amount] = amount
+    if ledger.kind is not None:
+        value = ledger.kinds.get(movement) or ledger.kinds["decrement" if movement == "transfer_out" else "increment"]
+        entry[ledger.kind] = value
+    return entry
 
 
 def referrers(entities: list[EntitySpec], entity: EntitySpec) -> list[tuple[EntitySpec, str, str]]:
@@ -520,16 +595,42 @@ class _ToolWriter:
         if f.references and target is not None:
             ref_field = f.references.partition(".")[2] or target.primary_key
             self.body.do(_call("_check_reference", DB, target.table, ref_field, value, target.name))
+            status, closed = closed_states(target)
+            if status:
+                args = (DB, target.table, ref_field, value, target.name, status, closed)
+                self.body.do(_call("_check_open_reference", *args))
         if f.unique or (creating and f.name == self.pk):
             current = {} if creating else {"current": CURRENT}
             self.body.do(_call("_check_unique", DB, self.table, f.name, value, self.entity.name, **current))
 
+    @staticmethod
+    def _held(s: Supply, row: _Code) -> _Call:
+        """What `row` holds of the supply `s` (see `_held` of the toolkit)."""
+        extra = (s.status, s.released) if s.status else ()
+        return _call("_held", row, s.quantity, *extra)
+
     def _check_supplies(self, supplies: list[Supply], *, updating: bool = False) -> None:
         """Refuse the write when a supply it draws on (stock, budget) has too little left."""
-        extra = {"current": CURRENT} if updating else {}
         for s in supplies:
-            args = (DB, s.supply.table, s.supply_field, s.supply.name, RECORD, s.foreign_key, s.quantity)
-            self.body.do(_call("_check_supply", *args, **extra))
+            args = (DB, s.supply.table, s.supply_field, s.supply.name, _item("record", s.foreign_key))
+            old = (_item("current", s.foreign_key), self._held(s, CURRENT)) if updating else ()
+            self.body.do(_call("_check_supply", *args, self._held(s, RECORD), *old))
+
+    def _move_supplies(self, supplies: list[Supply], *, taking: bool = True, giving: bool = True) -> None:
+        """Give back what the row held (`current`) and take what it holds now (`record`)."""
+        for s in supplies:
+            if giving:
+                key = _item("current", s.foreign_key)
+                self.body.do(_call("_return_supply", DB, s.supply.table, s.supply_field, key, self._held(s, CURRENT)))
+            if taking:
+                key = _item("record", s.foreign_key)
+                self.body.do(_call("_take_supply", DB, s.supply.table, s.supply_field, key, self._held(s, RECORD)))
+
+    def _check_open(self) -> None:
+        """Refuse changing the row `current` when it is closed (a terminal rule)."""
+        status, closed = closed_states(self.entity)
+        if status:
+            self.body.do(_call("_check_open", CURRENT, self.entity.name, status, closed))
 
     def _unique_together(self) -> None:
         for rule in self.entity.rules:
@@ -593,9 +694,7 @@ class _ToolWriter:
         self._unique_together()
         supplies = consumed_supplies(self.spec.entities, self.entity)
         self._check_supplies(supplies)
-        for s in supplies:
-            key, quantity = _item("record", s.foreign_key), _item("record", s.quantity)
-            self.body.do(_call("_take_supply", DB, s.supply.table, s.supply_field, key, quantity))
+        self._move_supplies(supplies, giving=False)
         stamps = {n: self.fields[n].type for n in timestamp_fields(self.entity)}
         if stamps:
             self.body.do(_call("_stamp", DB, self.table, RECORD, stamps, only_missing=True))
@@ -605,6 +704,7 @@ class _ToolWriter:
     def _update(self) -> None:
         key_p = key_param(self.entity, self.props)
         self.body.let("current", self._find())
+        self._check_open()
         changeable = [(p, f) for p, f in self._field_params() if p != key_p and f.name != self.pk]
         self.body.let("changes", _call("_changes", {f.name: self.v(p) for p, f in changeable}))
         for p, f in changeable:
@@ -614,11 +714,7 @@ class _ToolWriter:
             self.body.let("record", _Code("{**current, **changes}"))
         self._unique_together()
         self._check_supplies(supplies, updating=True)
-        for s in supplies:
-            old_key, old_quantity = _item("current", s.foreign_key), _item("current", s.quantity)
-            self.body.do(_call("_return_supply", DB, s.supply.table, s.supply_field, old_key, old_quantity))
-            key, quantity = _item("record", s.foreign_key), _item("record", s.quantity)
-            self.body.do(_call("_take_supply", DB, s.supply.table, s.supply_field, key, quantity))
+        self._move_supplies(supplies)
         self._write_back()
 
     def _delete(self) -> None:
@@ -628,9 +724,7 @@ class _ToolWriter:
         for other, fk, ref_field in referrers(self.spec.entities, self.entity):
             where = {fk: _item("current", ref_field)}
             self.body.do(_call("_check_unreferenced", DB, self.entity.name, key, other.table, where))
-        for s in consumed_supplies(self.spec.entities, self.entity):
-            old_key, old_quantity = _item("current", s.foreign_key), _item("current", s.quantity)
-            self.body.do(_call("_return_supply", DB, s.supply.table, s.supply_field, old_key, old_quantity))
+        self._move_supplies(consumed_supplies(self.spec.entities, self.entity), taking=False)
         self.body.do(_call("db.delete", self.table, key))
         self.body.ret({"deleted": True, key_p: key})
 
@@ -646,11 +740,32 @@ class _ToolWriter:
     def _action_increment(self, sign: str = "") -> None:
         name = self.op.field or ""
         self.body.let("current", self._find())
-        amount = _Code(sign + self._amount().text)
+        self._check_open()
+        amount = self._amount()
         non_negative, maximum = is_non_negative(self.entity, name), self.fields[name].maximum
-        change = _call("_add_amount", CURRENT, name, amount, non_negative=non_negative, maximum=maximum)
+        change = _call(
+            "_add_amount", CURRENT, name, _Code(sign + amount.text), non_negative=non_negative, maximum=maximum
+        )
         self.body.let("changes", {name: change})
+        self._post_entry(_item("current", self.pk), amount, "decrement" if sign else "increment")
         self._write_back()
+
+    def _post_entry(self, key: _Code, amount: _Code, movement: str) -> None:
+        """Write the ledger row of one movement of the action's field, when a ledger rule asks for it."""
+        ledger = ledger_of(self.spec.entities, self.entity, self.op.field)
+        if ledger is None:
+            return
+        out = movement in ("decrement", "transfer_out")
+        signed = _Code("-" + amount.text) if ledger.kind is None and out else amount
+        entry = ledger_entry(ledger, key, signed, movement)
+        target = ledger.entity
+        prefix = None if self._integer_key(target) else (target.id_prefix or f"{target.name[:3]}_")
+        stamps = {n: f.type for f in target.fields if (n := f.name) in TIMESTAMP_COLUMNS}
+        self.body.do(_call("_post_entry", DB, target.table, entry, prefix, stamps))
+
+    @staticmethod
+    def _integer_key(entity: EntitySpec) -> bool:
+        return any(f.name == entity.primary_key and f.type == "integer" for f in entity.fields)
 
     def _action_decrement(self) -> None:
         self._action_increment("-")
@@ -668,6 +783,11 @@ class _ToolWriter:
         self.body.let("changes", {name: to_value})
         if extra:
             self.body.do(_call("changes.update", _call("_given", {f.name: self.v(p) for p, f in extra})))
+        supplies = [s for s in consumed_supplies(self.spec.entities, self.entity) if s.status == name]
+        if supplies:
+            self.body.let("record", _Code("{**current, **changes}"))
+            self._check_supplies(supplies, updating=True)
+            self._move_supplies(supplies)
         self._write_back()
 
     def _action_transfer(self) -> None:
@@ -675,6 +795,8 @@ class _ToolWriter:
         source, destination = f"from_{entity}_id", f"to_{entity}_id"
         self._require(source, destination)
         amount = self._amount()
+        status, states = closed_states(self.entity)
+        closed = {"status": status, "closed": states} if status else {}
         transfer = _call(
             "_transfer",
             DB,
@@ -686,8 +808,15 @@ class _ToolWriter:
             entity=entity,
             amount_name=self.op.amount_param or "amount",
             non_negative=is_non_negative(self.entity, name),
+            **closed,
         )
-        self.body.ret(transfer)
+        if ledger_of(self.spec.entities, self.entity, self.op.field) is None:
+            self.body.ret(transfer)
+            return
+        self.body.let("record", transfer)
+        self._post_entry(self.v(source), amount, "transfer_out")
+        self._post_entry(self.v(destination), amount, "transfer_in")
+        self.body.ret(RECORD)
 
 
 def generate_tools(spec: EnvSpec) -> str:

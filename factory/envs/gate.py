@@ -15,8 +15,8 @@ from typing import Any
 from factory.envs.bundle import ENV_JSON, REPORT_JSON, TESTS_JSON, Bundle
 from factory.envs.codegen import unsupported_tools
 from factory.envs.state import Rows
-from factory.envs.testgen import generate_tests
-from factory.models import EnvSpec, GateReport, TestCase, ToolReport, ToolResult
+from factory.envs.testgen import StateCheck, generate_tests
+from factory.models import EnvSpec, GateReport, Snapshot, TestCase, ToolReport, ToolResult
 from factory.sandbox import SandboxPool
 from factory.store import write_json_atomic
 
@@ -36,8 +36,30 @@ def matches(expected: Any, actual: Any) -> bool:
     return expected == actual
 
 
-def check_case(case: TestCase, result: ToolResult) -> str | None:
-    """Why `result` does not meet the case's expectation, or None when it does."""
+def state_checks(case: TestCase) -> list[StateCheck]:
+    """The effects on the state a case checks after its call (an `EffectCase`), else none."""
+    return list(getattr(case, "state", None) or [])
+
+
+def check_state(checks: list[StateCheck], snapshot: Snapshot) -> str | None:
+    """Why the state after a call does not show the expected effects, or None when it does."""
+    for check in checks:
+        rows = [
+            r
+            for r in snapshot.tables.get(check.table, [])
+            if all(k in r and matches(v, r[k]) for k, v in check.where.items())
+        ]
+        if check.count is not None and len(rows) != check.count:
+            return f"state: expected {check.count} {check.table} rows like {_short(check.where)}, found {len(rows)}"
+        if check.match is not None and not any(matches(check.match, r) for r in rows):
+            found = _short(rows[0]) if rows else "no such row"
+            return f"state: {check.table} {_short(check.where)} should hold {_short(check.match)}, has {found}"
+    return None
+
+
+def check_case(case: TestCase, result: ToolResult, snapshot: Snapshot | None = None) -> str | None:
+    """Why `result` (and the state after it, `snapshot`, for a case that checks effects) does not meet the
+    case's expectation, or None when it does."""
     expect = case.expect
     if not expect.ok:
         if result.ok:
@@ -56,6 +78,9 @@ def check_case(case: TestCase, result: ToolResult) -> str | None:
         if not isinstance(items, list) or len(items) != expect.count:
             n = len(items) if isinstance(items, list) else "no list"
             return f"expected {expect.count} items, got {n}"
+    checks = state_checks(case)
+    if checks:
+        return check_state(checks, snapshot) if snapshot is not None else "state: no snapshot taken after the call"
     return None
 
 
@@ -64,15 +89,20 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _tool_reports(cases: list[TestCase], results: list[ToolResult], threshold: float) -> dict[str, ToolReport]:
-    by_tool: dict[str, list[tuple[TestCase, ToolResult]]] = defaultdict(list)
-    for case, result in zip(cases, results, strict=True):
-        by_tool[case.tool].append((case, result))
+def _tool_reports(
+    cases: list[TestCase],
+    results: list[ToolResult],
+    threshold: float,
+    snapshots: list[Snapshot | None] | None = None,
+) -> dict[str, ToolReport]:
+    by_tool: dict[str, list[tuple[TestCase, ToolResult, Snapshot | None]]] = defaultdict(list)
+    for case, result, snapshot in zip(cases, results, snapshots or [None] * len(cases), strict=True):
+        by_tool[case.tool].append((case, result, snapshot))
     reports = {}
     for name, pairs in sorted(by_tool.items()):
         failures = []
-        for case, result in pairs:
-            why = check_case(case, result)
+        for case, result, snapshot in pairs:
+            why = check_case(case, result, snapshot)
             if why is not None:
                 failures.append(f"{case.name or case.tool}: {why}")
         passed = len(pairs) - len(failures)
@@ -108,12 +138,14 @@ def run_gate(
     known = {t.name for t in spec.tools}
     runnable = [c for c in cases if c.tool in known]
     with env:
-        results = []
+        results: list[ToolResult] = []
+        snapshots: list[Snapshot | None] = []
         with env.session() as session:
             for case in runnable:
                 session.reset()
                 results.append(session.call(case.tool, case.args))
-    reports = _tool_reports(runnable, results, threshold)
+                snapshots.append(session.snapshot() if state_checks(case) and results[-1].ok else None)
+    reports = _tool_reports(runnable, results, threshold, snapshots)
     reasons = []
     for tool in spec.tools:
         if tool.name not in reports and tool.name in no_code:
@@ -147,6 +179,8 @@ def gate_environment(spec: EnvSpec, rows: Rows, out: Path, pool: SandboxPool | N
     report = run_gate(out, cases, pool=pool)
     kept = set(report.kept_tools)
     write_json_atomic(out / ENV_JSON, spec.model_copy(update={"tools": [t for t in spec.tools if t.name in kept]}))
-    write_json_atomic(out / TESTS_JSON, [c.model_dump(mode="json") for c in cases if c.tool in kept])
+    # tests.json holds plain TestCase records (models.TestCase has no field for the state checks)
+    plain = [TestCase.model_validate(c.model_dump(include=set(TestCase.model_fields))) for c in cases]
+    write_json_atomic(out / TESTS_JSON, [c.model_dump(mode="json") for c in plain if c.tool in kept])
     write_json_atomic(out / REPORT_JSON, report)
     return report

@@ -17,22 +17,42 @@ from typing import Any
 from factory.envs.codegen import (
     DEFAULT_LIMIT,
     Supply,
+    closed_states,
     consumed_supplies,
     find_entity,
     is_non_negative,
     key_param,
+    ledger_entry,
+    ledger_of,
     param_field,
     query_param,
     referrers,
     searchable_fields,
     unsupported_tools,
 )
+from factory.envs.toolkit.common import MAX_LIMIT
 from factory.lexicon import TIMESTAMP_COLUMNS
-from factory.models import EntitySpec, EnvSpec, FieldSpec, TestCase, TestExpect, ToolSpec
+from factory.models import EntitySpec, EnvSpec, FieldSpec, Model, TestCase, TestExpect, ToolSpec
 
 Rows = list[dict[str, Any]]
 MISSING_ID = "does-not-exist-0"
 MISSING_INT_ID = 987654321
+
+
+class StateCheck(Model):
+    """What the state must hold after a successful call: the rows of `table` equal to `where` number `count`
+    (when given) and one of them contains `match` (when given)."""
+
+    table: str
+    where: dict[str, Any]
+    match: dict[str, Any] | None = None
+    count: int | None = None
+
+
+class EffectCase(TestCase):
+    """A case that also checks the effect the call has on the state (stock given back, a ledger row)."""
+
+    state: list[StateCheck]
 
 
 def _ok(match: Any = None, count: int | None = None) -> TestExpect:
@@ -81,6 +101,56 @@ class _Cases:
 
     def rows_of(self, entity: EntitySpec) -> Rows:
         return sorted(self.all_rows.get(entity.table, []), key=lambda r: r[entity.primary_key])
+
+    def open_rows(self, entity: EntitySpec, rows: Rows | None = None) -> Rows:
+        """The rows (of `entity`, or `rows`) not in a closed state: the ones that still take changes."""
+        status, closed = closed_states(entity)
+        rows = self.rows_of(entity) if rows is None else rows
+        return [r for r in rows if status is None or r.get(status) not in closed]
+
+    def closed_rows(self, entity: EntitySpec) -> Rows:
+        status, closed = closed_states(entity)
+        return [r for r in self.rows_of(entity) if status is not None and r.get(status) in closed]
+
+    def effect(self, what: str, args: dict[str, Any], expect: TestExpect, state: list[StateCheck]) -> None:
+        """A case whose success must also leave `state` behind."""
+        self.add(what, args, expect)
+        case = self.cases.pop()
+        self.cases.append(EffectCase(**case.model_dump(), state=state))
+
+    def supply_row(self, s: Supply, key: Any) -> dict[str, Any] | None:
+        return next((r for r in self.rows_of(s.supply) if r[s.supply.primary_key] == key), None)
+
+    @staticmethod
+    def held(s: Supply, row: dict[str, Any]) -> Any:
+        if s.status is not None and row.get(s.status) in s.released:
+            return 0
+        return 1 if s.quantity is None else row.get(s.quantity) or 0
+
+    def open_parent(self, params: dict[str, FieldSpec], param: str | None, value: Any) -> bool:
+        """Whether `value` of the foreign key `param` names a row that is not closed (True for other fields)."""
+        f = params.get(param or "")
+        if f is None or not f.references:
+            return True
+        return value in self.ref_values(f, live=True)
+
+    def closed_parent_case(self, args: dict[str, Any], params: dict[str, FieldSpec], key: dict[str, Any]) -> None:
+        """A new or changed row pointing at a closed row is refused (booking a cancelled flight)."""
+        for p, f in params.items():
+            target = find_entity(self.spec.entities, (f.references or "").partition(".")[0]) if f.references else None
+            if target is None or (p not in args and not key):
+                continue
+            ref = (f.references or "").partition(".")[2] or target.primary_key
+            closed = [r for r in self.closed_rows(target) if self.allows(p, r[ref])]
+            if closed:
+                status = closed_states(target)[0]
+                row = closed[0]
+                self.add(
+                    f"{p} names a {row[status or '']} {target.name}",
+                    {**args, **key, p: row[ref]},
+                    _fail("invalid_state"),
+                )
+                return
 
     def required_filters(self) -> bool:
         """Fix a value for each required filter of a list/search/aggregate; the cases then see only those rows."""
@@ -178,18 +248,20 @@ class _Cases:
 
     # values for new rows
 
-    def ref_values(self, f: FieldSpec) -> list[Any]:
+    def ref_values(self, f: FieldSpec, live: bool = False) -> list[Any]:
+        """Values of the referenced key; `live`: only of rows that are not closed."""
         ent, _, ref = (f.references or "").partition(".")
         target = find_entity(self.spec.entities, ent)
         if target is None:
             return []
-        return [r[ref or target.primary_key] for r in self.rows_of(target)]
+        rows = self.open_rows(target) if live else self.rows_of(target)
+        return [r[ref or target.primary_key] for r in rows]
 
     def fresh_value(self, param: str, f: FieldSpec, tag: str) -> Any:
         """A valid value for field `f` that no row holds yet (for unique fields) and the schema accepts."""
         prop = self.props.get(param) or {}
         if f.references:
-            values = self.ref_values(f)
+            values = self.ref_values(f, live=True)
             return self.rng.choice(values) if values else None
         choices = prop.get("enum") or f.enum
         if choices:
@@ -249,10 +321,10 @@ class _Cases:
         return [r for r in self.rows if predicate(r)]
 
     def page_args(self) -> dict[str, Any]:
-        return {"limit": 100} if "limit" in self.props else {}
+        return {"limit": MAX_LIMIT} if "limit" in self.props else {}
 
     def expect_page(self, matched: Rows, limit: int | None = None, offset: int = 0) -> TestExpect:
-        limit = min(limit or self.default_limit(), 100)
+        limit = min(limit or self.default_limit(), MAX_LIMIT)
         page = matched[offset : offset + limit]
         end = offset + limit
         match: dict[str, Any] = {"total": len(matched), "next_offset": end if end < len(matched) else None}
@@ -267,7 +339,7 @@ class _Cases:
     def _list(self) -> None:
         self.add("no filter", {}, self.expect_page(self.rows))
         if {"limit", "offset"} <= set(self.props) and len(self.rows) >= 2:
-            limit = max(1, len(self.rows) // 3)
+            limit = max(1, min(len(self.rows) // 3, MAX_LIMIT))
             for offset in (0, limit):
                 args = {"limit": limit, "offset": offset}
                 self.add(f"page at offset {offset}", args, self.expect_page(self.rows, limit, offset))
@@ -285,7 +357,7 @@ class _Cases:
             if not self.allows(p, value):
                 continue
             matched = self.filtered(lambda r, n=f.name, v=value: r.get(n) == v)
-            self.add(f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, 100))
+            self.add(f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, MAX_LIMIT))
         for p in self.props:
             for bound in ("min_", "max_"):
                 name = p[len(bound) :]
@@ -300,7 +372,7 @@ class _Cases:
                     matched = self.filtered(lambda r, n=name, v=value: r.get(n) is not None and r[n] >= v)
                 else:
                     matched = self.filtered(lambda r, n=name, v=value: r.get(n) is not None and r[n] <= v)
-                self.add(f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, 100))
+                self.add(f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, MAX_LIMIT))
 
     def _search(self) -> None:
         fields = searchable_fields(self.entity)
@@ -316,7 +388,7 @@ class _Cases:
             matched = self.filtered(
                 lambda r: any(isinstance(r.get(f), str) and needle in r[f].casefold() for f in fields)
             )
-            self.add(f"query {word!r}", {qp: word, **self.page_args()}, self.expect_page(matched, 100))
+            self.add(f"query {word!r}", {qp: word, **self.page_args()}, self.expect_page(matched, MAX_LIMIT))
         nothing = "zq-no-such-text-xj"
         if not any(nothing in t.casefold() for t in texts):
             self.add("query matching nothing", {qp: nothing}, _ok({"total": 0, "items": []}, 0))
@@ -370,14 +442,21 @@ class _Cases:
                 continue
             args[p] = self.fresh_value(p, f, "new")
         consumes = consumed_supplies(self.spec.entities, self.entity)
-        for qty, supply, sf, fk in consumes:
+        for s in consumes:
+            # a new row that holds its supply: not created straight into a released state
+            status_p = next((p for p, f in params.items() if f.name == s.status), None)
+            if status_p in args and args[status_p] in s.released:
+                holding = [v for v in (params[status_p].enum or []) if v not in s.released and self.allows(status_p, v)]
+                args[status_p] = holding[0] if holding else args[status_p]
+        for qty, supply, sf, fk, *_ in consumes:
             fk_param = next((p for p, f in params.items() if f.name == fk), None)
             qty_param = next((p for p, f in params.items() if f.name == qty), None)
-            stocked = [r for r in self.rows_of(supply) if (r.get(sf) or 0) >= 1]
-            if fk_param is None or qty_param is None or not stocked:
+            stocked = [r for r in self.open_rows(supply) if (r.get(sf) or 0) >= 1]
+            if fk_param is None or (qty is not None and qty_param is None) or not stocked:
                 return
             args[fk_param] = self.rng.choice(stocked)[supply.primary_key]
-            args[qty_param] = 1
+            if qty_param is not None:
+                args[qty_param] = 1
         if not self.free_together(args, params):
             return
         if any(v is None for v in args.values()):
@@ -390,8 +469,21 @@ class _Cases:
             integer = self.fields[self.pk].type == "integer"
             prefix = self.entity.id_prefix or f"{self.entity.name[:3]}_"
             expect[self.pk] = next_id([r[self.pk] for r in self.rows], integer, prefix)
-        self.add("new row", args, _ok(expect))
+        taken = []
+        for s in consumes:
+            fk_param = next(p for p, f in params.items() if f.name == s.foreign_key)
+            row = self.supply_row(s, args[fk_param])
+            if row is not None and isinstance(row.get(s.supply_field), int | float):
+                held = self.held(s, {**expect, **({s.quantity: 1} if s.quantity else {})})
+                left = _round(row[s.supply_field] - held)
+                where = {s.supply.primary_key: row[s.supply.primary_key]}
+                taken.append(StateCheck(table=s.supply.table, where=where, match={s.supply_field: left}))
+        if taken:
+            self.effect("new row", args, _ok(expect), taken)
+        else:
+            self.add("new row", args, _ok(expect))
         self.error_cases(args, params, consumes)
+        self.closed_parent_case(args, params, {})
 
     def free_together(self, args: dict[str, Any], params: dict[str, FieldSpec]) -> bool:
         """Make unique_together fields of `args` a new combination; False when none is free."""
@@ -426,8 +518,9 @@ class _Cases:
         by_field = {f.name: p for p, f in params.items()}
         for rule in self.entity.rules:
             names = rule.fields or []
-            if rule.kind == "unique_together" and self.rows and all(by_field.get(n) in args for n in names):
-                row = self.rows[0]
+            live = [r for r in self.rows if all(self.open_parent(params, by_field.get(n), r.get(n)) for n in names)]
+            if rule.kind == "unique_together" and live and all(by_field.get(n) in args for n in names):
+                row = live[0]
                 if all(row.get(n) is not None for n in names):
                     dup = {**args, **{by_field[n]: row[n] for n in names}}
                     self.add("same " + ", ".join(names) + " as an existing row", dup, _fail("conflict"))
@@ -435,9 +528,11 @@ class _Cases:
                 p = by_field[rule.field]
                 if self.allows(p, -1):
                     self.add(f"negative {p}", {**args, p: -1}, _fail(f"insufficient_{rule.field}"))
-        for qty, supply, sf, fk in consumes:
+        for qty, supply, sf, fk, *_ in consumes:
             target = args[by_field[fk]]
             row = next(r for r in self.rows_of(supply) if r[supply.primary_key] == target)
+            if qty is None:
+                continue
             too_much = (row.get(sf) or 0) + 1
             if self.allows(by_field[qty], too_much):
                 self.add(
@@ -450,9 +545,20 @@ class _Cases:
         params = {p: f for p, f in self.field_params().items() if p != self.key and f.name != self.pk}
         rule_fields = {n for r in self.entity.rules if r.kind == "unique_together" for n in r.fields or []}
         consumes = consumed_supplies(self.spec.entities, self.entity)
-        rule_fields |= {x for qty, _, _, fk in consumes for x in (qty, fk)}
+        rule_fields |= {x for qty, _, _, fk, *_ in consumes for x in (qty, fk) if x}
         plain = [p for p, f in params.items() if f.name not in rule_fields and f.name not in TIMESTAMP_COLUMNS]
-        row = self.rng.choice(self.rows)
+        open_rows = self.open_rows(self.entity, self.rows)
+        if not open_rows:
+            return
+        closed = self.closed_rows(self.entity)
+        if closed and params:
+            p = next(iter(params))
+            value = self.changed_value(p, params[p], closed[0])
+            if value is not None:
+                status = closed_states(self.entity)[0] or ""
+                args = {self.key: closed[0][self.pk], p: value}
+                self.add(f"{closed[0][status]} {self.entity.name} takes no change", args, _fail("invalid_state"))
+        row = self.rng.choice(open_rows)
         if plain:
             p = self.rng.choice(plain)
             f = params[p]
@@ -485,7 +591,7 @@ class _Cases:
             if f.unique and others:
                 self.add(f"{p} taken by another row", {self.key: row[self.pk], p: others[0][f.name]}, _fail("conflict"))
         by_field = {f.name: p for p, f in params.items()}
-        for qty, supply, sf, fk in consumes:
+        for qty, supply, sf, fk, *_ in consumes:
             if qty not in by_field or row.get(fk) is None or row.get(qty) is None:
                 continue
             target = next((r for r in self.rows_of(supply) if r[supply.primary_key] == row[fk]), None)
@@ -499,7 +605,7 @@ class _Cases:
     def change_quantity(self, row: dict[str, Any], params: dict[str, FieldSpec], consumes: list[Supply]) -> None:
         """A success case for an update whose only fields are consumed quantities: move to a quantity that fits."""
         by_field = {f.name: p for p, f in params.items()}
-        for qty, supply, sf, fk in consumes:
+        for qty, supply, sf, fk, *_ in consumes:
             target = next((r for r in self.rows_of(supply) if r[supply.primary_key] == row.get(fk)), None)
             if qty not in by_field or target is None or not isinstance(row.get(qty), int | float):
                 continue
@@ -545,7 +651,7 @@ class _Cases:
         name, amount_p = self.op.field or "", self.op.amount_param or "amount"
         f = self.fields[name]
         amount = self.amount(f.type == "integer")
-        candidates = [r for r in self.rows if isinstance(r.get(name), int | float)]
+        candidates = [r for r in self.open_rows(self.entity, self.rows) if isinstance(r.get(name), int | float)]
         if sign < 0 and is_non_negative(self.entity, name):
             candidates = [r for r in candidates if r[name] >= amount]
         if f.maximum is not None and sign > 0:
@@ -553,13 +659,23 @@ class _Cases:
         if candidates:
             row = self.rng.choice(candidates)
             expect = {self.pk: row[self.pk], name: _round(row[name] + sign * amount)}
-            self.add(f"change {name} by {sign * amount}", {self.key: row[self.pk], amount_p: amount}, _ok(expect))
+            args = {self.key: row[self.pk], amount_p: amount}
+            entries = self.ledger_checks([(row[self.pk], amount, "decrement" if sign < 0 else "increment")])
+            if entries:
+                self.effect(f"change {name} by {sign * amount}, recorded in the ledger", args, _ok(expect), entries)
+            else:
+                self.add(f"change {name} by {sign * amount}", args, _ok(expect))
+        closed = [r for r in self.closed_rows(self.entity) if isinstance(r.get(name), int | float)]
+        if closed:
+            status = closed_states(self.entity)[0] or ""
+            what = f"{closed[0][status]} {self.entity.name} takes no amount change"
+            self.add(what, {self.key: closed[0][self.pk], amount_p: amount}, _fail("invalid_state"))
             if self.allows(amount_p, 0):
                 self.add("zero amount", {self.key: row[self.pk], amount_p: 0}, _fail("invalid_arguments"))
         if self.rows:
             self.add("unknown id", {self.key: self.missing_id(self.key), amount_p: amount}, _fail("not_found"))
         if sign < 0 and is_non_negative(self.entity, name):
-            rows = [r for r in self.rows if isinstance(r.get(name), int | float)]
+            rows = [r for r in self.open_rows(self.entity, self.rows) if isinstance(r.get(name), int | float)]
             if rows:
                 row = self.rng.choice(rows)
                 too_much = int(row[name]) + 1 if f.type == "integer" else _round(row[name] + 1.5)
@@ -576,7 +692,11 @@ class _Cases:
     def _action_transition(self) -> None:
         name, to_value, sources = self.op.field or "", self.op.to_value, self.op.from_values
         allowed = [r for r in self.rows if (r.get(name) in sources if sources else True)]
-        if allowed:
+        supplies = [s for s in consumed_supplies(self.spec.entities, self.entity) if s.status == name]
+        freeing = [s for s in supplies if to_value in s.released]
+        if allowed and freeing:
+            self.release_case(allowed, freeing, to_value)
+        elif allowed:
             row = self.rng.choice(allowed)
             self.add(
                 f"{row.get(name)} -> {to_value}", {self.key: row[self.pk]}, _ok({self.pk: row[self.pk], name: to_value})
@@ -590,21 +710,72 @@ class _Cases:
                 )
         self.add("unknown id", {self.key: self.missing_id(self.key)}, _fail("not_found"))
 
+    def release_case(self, allowed: Rows, freeing: list[Supply], to_value: Any) -> None:
+        """Moving a row into a released state (cancelling it) gives back what it held: the supply row ends
+        with its seed value plus the row's quantity."""
+        name = self.op.field or ""
+        holding = [
+            r for r in allowed if all(self.held(s, r) and self.supply_row(s, r.get(s.foreign_key)) for s in freeing)
+        ]
+        row = self.rng.choice(holding or allowed)
+        checks = []
+        for s in freeing:
+            supply = self.supply_row(s, row.get(s.foreign_key))
+            if supply is None or not isinstance(supply.get(s.supply_field), int | float):
+                continue
+            back = _round(supply[s.supply_field] + self.held(s, row))
+            where = {s.supply.primary_key: supply[s.supply.primary_key]}
+            checks.append(StateCheck(table=s.supply.table, where=where, match={s.supply_field: back}))
+        expect = _ok({self.pk: row[self.pk], name: to_value})
+        gives = ", ".join(f"{s.supply.name} {s.supply_field}" for s in freeing)
+        if checks:
+            self.effect(f"{row.get(name)} -> {to_value} gives back {gives}", {self.key: row[self.pk]}, expect, checks)
+        else:
+            self.add(f"{row.get(name)} -> {to_value}", {self.key: row[self.pk]}, expect)
+
+    def ledger_checks(self, moves: list[tuple[Any, Any, str]]) -> list[StateCheck]:
+        """One more ledger row per (key, amount, movement) than the seed has, when a ledger rule asks for it."""
+        ledger = ledger_of(self.spec.entities, self.entity, self.op.field)
+        if ledger is None:
+            return []
+        rows = self.rows_of(ledger.entity)
+        checks = []
+        for key, amount, movement in moves:
+            out = movement in ("decrement", "transfer_out")
+            signed = -amount if ledger.kind is None and out else amount
+            entry = ledger_entry(ledger, key, signed, movement)
+            where = {ledger.foreign_key: key, ledger.amount: signed}
+            if ledger.kind is not None:
+                where[ledger.kind] = entry[ledger.kind]
+            before = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+            checks.append(StateCheck(table=ledger.entity.table, where=where, count=len(before) + 1))
+        return checks
+
     def _action_transfer(self) -> None:
         name, ent, amount_p = self.op.field or "", self.entity.name, self.op.amount_param or "amount"
         src_p, dst_p = f"from_{ent}_id", f"to_{ent}_id"
         amount = self.amount(self.fields[name].type == "integer")
-        rich = [r for r in self.rows if isinstance(r.get(name), int | float) and r[name] >= amount]
-        if not rich or len(self.rows) < 2:
+        live = self.open_rows(self.entity, self.rows)
+        rich = [r for r in live if isinstance(r.get(name), int | float) and r[name] >= amount]
+        if not rich or len(live) < 2:
             return
         src = self.rng.choice(rich)
-        dst = self.rng.choice([r for r in self.rows if r[self.pk] != src[self.pk]])
+        dst = self.rng.choice([r for r in live if r[self.pk] != src[self.pk]])
         args = {src_p: src[self.pk], dst_p: dst[self.pk], amount_p: amount}
         expect = {
             "from": {self.pk: src[self.pk], name: _round(src[name] - amount)},
             "to": {self.pk: dst[self.pk], name: _round((dst.get(name) or 0) + amount)},
         }
-        self.add(f"move {amount} {name}", args, _ok(expect))
+        entries = self.ledger_checks([(src[self.pk], amount, "transfer_out"), (dst[self.pk], amount, "transfer_in")])
+        if entries:
+            self.effect(f"move {amount} {name}, recorded in the ledger", args, _ok(expect), entries)
+        else:
+            self.add(f"move {amount} {name}", args, _ok(expect))
+        closed = self.closed_rows(self.entity)
+        if closed:
+            status = closed_states(self.entity)[0] or ""
+            what = f"to a {closed[0][status]} {ent}"
+            self.add(what, {**args, dst_p: closed[0][self.pk]}, _fail("invalid_state"))
         self.add("to an unknown id", {**args, dst_p: self.missing_id(dst_p)}, _fail("not_found"))
         self.add("to the same row", {**args, dst_p: src[self.pk]}, _fail("invalid_arguments"))
         if is_non_negative(self.entity, name):

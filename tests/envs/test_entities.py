@@ -171,7 +171,7 @@ def test_shop_parameters_follow_the_contract() -> None:
     assert list(get_customer["properties"]) == ["customer_id"] and get_customer["required"] == ["customer_id"]
     orders = ts["list_orders"].parameters["properties"]
     assert "page" not in orders and "per_page" not in orders
-    assert orders["limit"]["default"] == 20 and orders["limit"]["maximum"] == 100 and "offset" in orders
+    assert orders["limit"]["default"] == 10 and orders["limit"]["maximum"] == 20 and "offset" in orders
     search = ts["search_products"].parameters
     assert "query" in search["properties"] and "q" not in search["properties"] and "query" in search["required"]
     assert ts["restock_product"].parameters["required"] == ["product_id", "quantity"]

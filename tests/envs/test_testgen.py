@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from factory.envs.codegen import generate_tools
 from factory.envs.gate import check_case
 from factory.envs.testgen import generate_tests, next_id
-from factory.models import TestCase, ToolError, ToolResult
+from factory.models import Snapshot, TestCase, ToolError, ToolResult
 
 from .conftest import load_state, shop_rows, shop_spec
 
@@ -28,10 +29,24 @@ def run_in_process(source: str, backend: str, cases: list[TestCase], tmp: Path) 
             result = ToolResult(ok=False, error=ToolError(**error)) if error else ToolResult(ok=True, value=value)
         except Exception as e:
             result = ToolResult(ok=False, error=ToolError(code="tool_exception", message=repr(e)))
-        why = check_case(case, result)
+        why = check_case(case, result, _snapshot(backend, state))
         if why:
             failures[case.name] = why
     return failures
+
+
+def _snapshot(backend: str, state: Any) -> Snapshot:
+    """The state a tool call left, as the runtime's snapshot gives it."""
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for e in shop_spec(backend).entities:
+        if backend == "sqlite":
+            cursor = state.execute(f'SELECT * FROM "{e.table}"')
+            columns = [c[0] for c in cursor.description]
+            tables[e.table] = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+        else:
+            path = Path(state) / f"{e.table}.json"
+            tables[e.table] = json.loads(path.read_text()) if path.exists() else []
+    return Snapshot(tables=tables)
 
 
 def test_cases_pass_against_the_generated_code_on_both_backends(backend: str, tmp_path: Path):

@@ -6,13 +6,23 @@ import re
 from collections.abc import Collection
 
 from factory.lexicon import (
+    BALANCE_LIKE,
     BUDGET_NOUNS,
+    CLOSED_STATES,
+    COUNT_FIELDS,
     COUNTER_PREFIXES,
     COUNTER_SUFFIXES,
+    ENDED_STATES,
     JOIN_ENTITIES,
+    LEDGER_AMOUNTS,
+    LEDGER_NOUNS,
+    LEDGER_SUFFIXES,
     MONEY_LEFT,
     NON_NEGATIVE,
+    ONE_UNIT_NOUNS,
     QUANTITY_FIELDS,
+    RELEASED_STATES,
+    REUSABLE_SUPPLY_WORDS,
     SEAT_FIELDS,
     SPEND_FIELDS,
     STOCK_LIKE,
@@ -51,7 +61,8 @@ def _consumable_fields(name: str, parent: str) -> list[str]:
     if name in QUANTITY_FIELDS:
         return sorted(STOCK_LIKE)
     if name in SEAT_FIELDS:
-        return sorted(f for f in STOCK_LIKE if "seat" in f or f in ("capacity", "remaining", "spots_left"))
+        # what is left (seats_available) before the whole (capacity)
+        return [*sorted(f for f in STOCK_LIKE if "seat" in f or f in ("remaining", "spots_left")), "capacity"]
     if name in SPEND_FIELDS:
         return sorted(MONEY_LEFT) + (["amount", "total", "limit"] if parent in BUDGET_NOUNS else [])
     return []
@@ -82,19 +93,90 @@ def _consumes(entities: list[EntitySpec], stated: dict[str, list[Rule]]) -> dict
                         Rule(kind="consumes", field=f.name, target=f"{parent.name}.{hit}")
                     )
                     break
+        counted = any(f.name in COUNT_FIELDS and f.type in ("integer", "number") for f in e.fields)
+        if e.name in ONE_UNIT_NOUNS and not consumes.get(e.name) and not counted:
+            rule = _one_unit(e, by_name)
+            if rule is not None:
+                consumes[e.name] = [rule]
     return consumes
+
+
+def _one_unit(e: EntitySpec, by_name: dict[str, EntitySpec]) -> Rule | None:
+    """A loan or an enrolment takes one unit of what is left on the row it references (a copy, a seat)."""
+    for ref in e.fields:
+        parent = by_name.get(ref.references.split(".")[0]) if ref.references else None
+        if parent is None:
+            continue
+        counters = [f.name for f in parent.fields if f.type == "integer" and is_counter(f.name)]
+        best = sorted(counters, key=lambda n: (not n.endswith(("_available", "_left", "_remaining")), n))
+        if best:
+            return Rule(kind="consumes", field=None, target=f"{parent.name}.{best[0]}")
+    return None
+
+
+def status_field(e: EntitySpec) -> str | None:
+    """The field holding the row's state: `status` or `state`, with its values."""
+    by_name = {f.name: f for f in e.fields}
+    return next((n for n in ("status", "state") if n in by_name and by_name[n].enum), None)
+
+
+def _ledger_entity(e: EntitySpec, entities: list[EntitySpec]) -> EntitySpec | None:
+    """The entity whose rows record the amount movements of `e`'s rows: a transaction referencing it."""
+    for other in entities:
+        named = other.name in LEDGER_NOUNS or other.name.endswith(LEDGER_SUFFIXES)
+        refs = any((f.references or "").split(".")[0] in (e.name, e.table) for f in other.fields)
+        amount = any(f.name in LEDGER_AMOUNTS and f.type in ("integer", "number") for f in other.fields)
+        if other.name != e.name and named and refs and amount:
+            return other
+    return None
+
+
+def add_effects(entities: list[EntitySpec], moved: Collection[tuple[str, str]] | None = None) -> list[EntitySpec]:
+    """The entities with the rules for the effects of state changes, where they have none of that kind yet.
+
+    releases: the states in which a consuming row holds nothing (cancelled, rejected; for a lent supply such
+    as seats or copies also the states that end the use: completed, returned). terminal: the closed states
+    of a row's status. ledger: amount changes of `moved` fields ((entity, field) pairs; without them, of
+    balance-like fields) are written to a transaction entity referencing the entity, when there is one.
+    """
+    out: list[EntitySpec] = []
+    for e in entities:
+        rules = list(e.rules)
+        kinds = {r.kind for r in rules}
+        status = status_field(e)
+        states = next((f.enum or [] for f in e.fields if f.name == status), [])
+        if status and "releases" not in kinds:
+            for r in [r for r in rules if r.kind == "consumes" and r.target]:
+                supply_field = (r.target or "").partition(".")[2]
+                reusable = any(w in supply_field for w in REUSABLE_SUPPLY_WORDS)
+                released = [s for s in states if s in RELEASED_STATES or (reusable and s in ENDED_STATES)]
+                if released:
+                    rules.append(Rule(kind="releases", field=status, target=r.target, fields=released))
+        closed = [s for s in states if s in CLOSED_STATES]
+        if status and closed and "terminal" not in kinds:
+            rules.append(Rule(kind="terminal", field=status, fields=closed))
+        ledger = _ledger_entity(e, entities) if "ledger" not in kinds else None
+        if ledger is not None:
+            for f in e.fields:
+                chosen = (e.name, f.name) in moved if moved is not None else f.name in BALANCE_LIKE
+                if chosen and f.type in ("integer", "number"):
+                    rules.append(Rule(kind="ledger", field=f.name, target=ledger.name))
+        out.append(e.model_copy(update={"rules": rules}))
+    return out
 
 
 def add_rules(
     entities: list[EntitySpec],
     drawn: Collection[tuple[str, str]] = (),
     stated: dict[str, list[Rule]] | None = None,
+    moved: Collection[tuple[str, str]] | None = None,
 ) -> list[EntitySpec]:
     """The entities with the business rules the topic implies.
 
     consumes: see `_consumes`; `stated` (entity -> rules) are the ones tool descriptions name.
     non_negative: counters, and fields that actions or consumers draw from (`drawn`: (entity, field)
-    pairs). unique_together: the two keys of a join row.
+    pairs). unique_together: the two keys of a join row. releases, terminal, ledger: see `add_effects`
+    (`moved`: the (entity, field) pairs amount actions change).
     """
     consumes = _consumes(entities, stated or {})
     drawn = set(drawn)
@@ -113,4 +195,4 @@ def add_rules(
         if e.name in JOIN_ENTITIES and len(fks) == 2 and not any(r.kind == "unique_together" for r in rules):
             rules.append(Rule(kind="unique_together", fields=fks))
         out.append(e.model_copy(update={"rules": rules}))
-    return out
+    return add_effects(out, moved)

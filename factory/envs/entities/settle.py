@@ -16,7 +16,7 @@ from typing import Any
 from factory.envs.entities.classify import Plan
 from factory.envs.entities.outputs import output_fields
 from factory.envs.entities.params import base_type, field_from_param, field_params, id_entities, is_money
-from factory.envs.entities.rules import add_rules, assign_prefixes, is_counter
+from factory.envs.entities.rules import add_effects, add_rules, assign_prefixes, is_counter
 from factory.envs.schema import table_order
 from factory.lexicon import (
     BALANCE_LIKE,
@@ -271,7 +271,8 @@ def build_entities(plans: list[Plan]) -> tuple[list[EntitySpec], list[Plan]]:
     _settle_states(settled, drafts)
     entities = assign_prefixes([_finish_entity(d, drafts) for d in drafts.values()])
     drawn = {(p.entity, p.field) for p in settled if p.action in ("decrement", "transfer") and p.entity and p.field}
-    return table_order(add_rules(entities, drawn, stated), strict=False), settled
+    moved = {(p.entity, p.field) for p in settled if p.action in _AMOUNT_ACTIONS and p.entity and p.field}
+    return table_order(add_rules(entities, drawn, stated, moved), strict=False), settled
 
 
 def _settle_given(p: Plan, by_name: dict[str, EntitySpec]) -> Plan:
@@ -301,6 +302,6 @@ def complete_given(given: list[EntitySpec], plans: list[Plan]) -> tuple[list[Ent
     by_name = {e.name: e for e in given}
     settled = [_settle_given(p, by_name) for p in plans]
     entities = assign_prefixes(list(given))
-    if not any(e.rules for e in entities):
-        entities = add_rules(entities)
+    moved = {(p.entity, p.field) for p in settled if p.action in _AMOUNT_ACTIONS and p.entity and p.field}
+    entities = add_effects(entities, moved) if any(e.rules for e in entities) else add_rules(entities, moved=moved)
     return table_order(entities, strict=False), settled

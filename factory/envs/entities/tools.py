@@ -13,6 +13,7 @@ from typing import Any
 from factory.envs.entities.classify import Plan
 from factory.envs.entities.outputs import output_schema
 from factory.envs.entities.params import find_key
+from factory.envs.toolkit.common import DEFAULT_LIMIT, MAX_LIMIT
 from factory.lexicon import (
     FORWARD_VERBS,
     FULFILLED_STATES,
@@ -32,8 +33,8 @@ _RANK = {s: i for i, s in enumerate(LIFECYCLE)}
 _LIMIT = {
     "type": "integer",
     "minimum": 1,
-    "maximum": 100,
-    "default": 20,
+    "maximum": MAX_LIMIT,
+    "default": DEFAULT_LIMIT,
     "description": "Maximum number of results to return.",
 }
 _OFFSET = {"type": "integer", "minimum": 0, "default": 0, "description": "Results to skip."}

@@ -18,8 +18,8 @@ if typing.TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-DEFAULT_LIMIT = 20
-MAX_LIMIT = 100
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 20  # the largest page: seed tables hold more rows than this, so reading everything pages
 
 
 class _Store(typing.Protocol):
@@ -181,38 +181,76 @@ def _check_transition(current: dict[str, Any], entity: str, field: str, allowed:
 # --- supply: rows whose quantity is taken from a field of the row they reference ---------------
 
 
+def _held(row: dict[str, Any] | None, quantity: str | None, status: str | None = None, released: Any = ()) -> Any:
+    """What `row` holds of a supply: its `quantity` (None: one unit), nothing when there is no row or its
+    `status` is one of the `released` states (a cancelled order, a finished booking)."""
+    if row is None or (status is not None and row.get(status) in released):
+        return 0
+    return 1 if quantity is None else row.get(quantity) or 0
+
+
 def _check_supply(
     db: _Store,
     table: str,
     field: str,
     entity: str,
-    record: dict[str, Any],
-    foreign_key: str,
-    quantity: str,
-    current: dict[str, Any] | None = None,
+    key: Any,
+    wanted: Any,
+    old_key: Any = None,
+    old_amount: Any = 0,
 ) -> None:
-    """Refuse a `record` that takes more `quantity` than `field` has left on the `table` row it references.
+    """Refuse taking `wanted` of `field` from the `table` row `key` when less is left.
 
-    An update (`current`: the row before) first gives back what the row took, when it keeps the same supply.
+    A row that already held `old_amount` of the supply `old_key` (an update, a status change) first gives
+    that back, when it keeps the same supply.
     """
-    key, wanted = record[foreign_key], record[quantity]
     supply = db.get(table, key) if key is not None else None
-    if supply is None or wanted is None:
+    if supply is None or not wanted:
         return
-    returned = (current[quantity] or 0) if current is not None and current[foreign_key] == key else 0
+    returned = (old_amount or 0) if old_key == key else 0
     available = (supply[field] or 0) + returned
     if available < wanted:
         raise _Refusal(f"insufficient_{field}", f"only {available} {field} left on {entity} {key!r}")
 
 
 def _take_supply(db: _Store, table: str, field: str, key: Any, quantity: Any) -> None:
-    if key is not None and quantity is not None and (row := db.get(table, key)) is not None:
+    if key is not None and quantity and (row := db.get(table, key)) is not None:
         db.update(table, key, {field: _round((row[field] or 0) - quantity)})
 
 
 def _return_supply(db: _Store, table: str, field: str, key: Any, quantity: Any) -> None:
-    if key is not None and quantity is not None and (row := db.get(table, key)) is not None:
+    if key is not None and quantity and (row := db.get(table, key)) is not None:
         db.update(table, key, {field: _round((row[field] or 0) + quantity)})
+
+
+# --- closed rows: done with, no more changes or new rows pointing at them ---------------------
+
+
+def _check_open(row: dict[str, Any], entity: str, status: str, closed: tuple[str, ...]) -> None:
+    """Refuse changing a row whose `status` is one of the `closed` states (a closed account, an archived page)."""
+    if row.get(status) in closed:
+        raise _Refusal("invalid_state", f"the {entity} is {row[status]}: it takes no more changes")
+
+
+def _check_open_reference(
+    db: _Store, table: str, field: str, value: Any, entity: str, status: str, closed: tuple[str, ...]
+) -> None:
+    """Refuse pointing a new or changed row at a closed row of `table` (booking a cancelled flight)."""
+    if value is None:
+        return
+    for row in db.select(table, {field: value}):
+        if row.get(status) in closed:
+            raise _Refusal("invalid_state", f"{entity} {value!r} is {row[status]}: nothing new can point at it")
+
+
+# --- ledger: rows recording each amount moved -------------------------------------------------
+
+
+def _post_entry(db: _Store, table: str, entry: dict[str, Any], prefix: str | None, stamps: dict[str, str]) -> None:
+    """Insert the ledger row `entry` (a deposit, a withdrawal, one leg of a transfer) with a new id and time."""
+    _assign_key(db, table, entry, prefix)
+    _stamp(db, table, entry, stamps, only_missing=True)
+    db.insert(table, entry)
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -318,12 +356,20 @@ def _transfer(
     entity: str,
     amount_name: str,
     non_negative: bool,
+    status: str | None = None,
+    closed: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Move `amount` of `field` from one row of `table` to another; both rows as they are now."""
+    """Move `amount` of `field` from one row of `table` to another; both rows as they are now.
+
+    Refused between closed rows (`status` in `closed`).
+    """
     if source_key == destination_key:
         raise _Refusal("invalid_arguments", f"cannot transfer to the same {entity}")
     source = _find(db, table, source_key, entity)
     destination = _find(db, table, destination_key, entity)
+    if status is not None:
+        _check_open(source, entity, status, closed)
+        _check_open(destination, entity, status, closed)
     if non_negative and (source[field] or 0) < amount:
         raise _Refusal(f"insufficient_{field}", f"only {source[field]} {field} left")
     source = {**source, field: _round((source[field] or 0) - amount)}
