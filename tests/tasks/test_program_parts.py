@@ -136,7 +136,18 @@ def test_a_gold_program_is_the_prelude_and_solve():
 
 
 def test_the_registry_lists_every_family_in_a_fixed_order():
-    assert list(FAMILIES) == ["aggregate", "top_k", "bulk_update", "pagination", "join", "restock"]
+    assert list(FAMILIES) == [
+        "aggregate",
+        "top_k",
+        "bulk_update",
+        "pagination",
+        "join",
+        "restock",
+        "cascade",
+        "notify",
+        "branch",
+        "recovery",
+    ]
 
 
 def _task(task_id: str) -> Task:

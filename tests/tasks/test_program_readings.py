@@ -137,7 +137,7 @@ def test_the_families_phrasing_leaves_nothing_to_drop_as_ambiguous(synthesized):
 
 def _count(selections: tuple[Selection, ...]) -> str:
     (sel,) = selections
-    return program(f"rows = [row for row in {sel.fetch(100)} if {sel.code()}]\nreturn len(rows)")
+    return program(f"rows = [row for row in {sel.fetch(20)} if {sel.code()}]\nreturn len(rows)")
 
 
 def _draft(sel: Selection, question: str) -> Draft:

@@ -49,7 +49,7 @@ def propose_pagination(view: EnvView, rng: random.Random) -> Iterator[Draft]:
             question=question,
             program=write((sel,)),
             capabilities=["loops", "pagination"],
-            difficulty=Difficulty(chain_length=1, pagination=True, constraints=[f"{cond.field} {cond.op}"]),
+            difficulty=Difficulty(chain_length=1, pages=2, constraints=[f"{cond.field} {cond.op}"]),
             selections=(sel,),
             write=write,
         )

@@ -6,10 +6,14 @@ import random
 
 from factory.models import Task
 from factory.tasks.programs.aggregate import propose_aggregate
+from factory.tasks.programs.branch import propose_branch
 from factory.tasks.programs.bulk_update import propose_bulk_update
+from factory.tasks.programs.cascade import propose_cascade
 from factory.tasks.programs.draft import Proposer
 from factory.tasks.programs.join import propose_join
+from factory.tasks.programs.notify import propose_notify
 from factory.tasks.programs.pagination import propose_pagination
+from factory.tasks.programs.recovery import propose_recovery
 from factory.tasks.programs.restock import propose_restock
 from factory.tasks.programs.top_k import propose_top_k
 from factory.tasks.programs.view import EnvView
@@ -23,6 +27,10 @@ FAMILIES: dict[str, Proposer] = {
     "pagination": propose_pagination,
     "join": propose_join,
     "restock": propose_restock,
+    "cascade": propose_cascade,
+    "notify": propose_notify,
+    "branch": propose_branch,
+    "recovery": propose_recovery,
 }
 
 

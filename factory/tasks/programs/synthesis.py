@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -20,12 +21,14 @@ from factory.envs.runtime import ProgramRun, Session
 from factory.models import Lineage, Task, ToolSpec
 from factory.pipeline.registry import TASKS
 from factory.store import hash_value
+from factory.tasks.difficulty import Knobs
 from factory.tasks.programs.conditions import Selection, StatusRule
 from factory.tasks.programs.draft import Draft
 from factory.tasks.programs.registry import FAMILIES, FAMILY_MARK
 from factory.tasks.programs.verifier import expected_changes, verifier_source
 from factory.tasks.programs.view import EnvView, Rows, words
 
+SHORT_STREAK = 2  # a family whose tasks fall short of chain_length this many times in a row waits its turn
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 Changes = dict[str, dict[str, Any]]
 
@@ -112,6 +115,48 @@ def ambiguity(
     return None
 
 
+FIRST_PAGE = '''
+
+class _FirstPage:
+    """The tools, but every listing ends after its first page."""
+
+    def __init__(self, tools, lists):
+        self._tools, self._lists = tools, lists
+
+    def __getattr__(self, name):
+        fn = getattr(self._tools, name)
+        if name not in self._lists:
+            return fn
+
+        def first(**args):
+            page = fn(**args)
+            if isinstance(page, dict) and "items" in page:
+                page = dict(page, next_offset=None)
+            return page
+
+        return first
+
+
+def solve(tools):
+    return _solve_every_page(_FirstPage(tools, LISTS))
+'''
+
+
+def first_page_program(source: str, tools: list[ToolSpec]) -> str:
+    """`source` run with list tools that return only their first page: `solve` renamed and wrapped."""
+    lists = sorted(t.name for t in tools if t.operation is not None and t.operation.kind in ("list", "search"))
+    renamed = re.sub(r"^def solve\(", "def _solve_every_page(", source, count=1, flags=re.M)
+    return renamed + f"\n\nLISTS = {set(lists)!r}\n" + FIRST_PAGE
+
+
+def needs_pagination(
+    draft: Draft, view: EnvView, session_factory: SessionFactory, answer: Any, changes: Changes
+) -> bool:
+    """Whether one page of each listing cannot answer it: the first-page run fails, answers or writes otherwise."""
+    run, wrote = _run(first_page_program(draft.program, view.spec.tools), view, session_factory)
+    return run.error is not None or (run.answer, wrote) != (answer, changes)
+
+
 def realize(draft: Draft, bundle: Bundle, view: EnvView, session_factory: SessionFactory) -> Task | str:
     """Run the draft's gold in a fresh session and turn it into a Task; or say why it makes none."""
     spec, seed = view.spec, view.seed
@@ -123,16 +168,17 @@ def realize(draft: Draft, bundle: Bundle, view: EnvView, session_factory: Sessio
     reason = _unacceptable(draft, run.answer, changes) or ambiguity(draft, view, session_factory, run.answer, changes)
     if reason is not None:
         return reason
+    paginates = needs_pagination(draft, view, session_factory, run.answer, changes)
     task_id = f"{spec.id}{FAMILY_MARK}{draft.family}-{hash_value([draft.question, draft.program])[:10]}"
     tools_used = {c.tool for c in run.calls}
-    pages = sum(1 for c in run.calls if "offset" in c.args)
+    paged = Counter(c.tool for c in run.calls if "offset" in c.args)
+    pages = max(paged.values(), default=1)
     difficulty = draft.difficulty.model_copy(
-        update={"chain_length": max(draft.difficulty.chain_length, len(tools_used))}
+        update={"chain_length": max(draft.difficulty.chain_length, len(tools_used)), "pages": pages}
     )
     capabilities = list(draft.capabilities)
-    if pages > len({c.tool for c in run.calls if "offset" in c.args}) and "pagination" not in capabilities:
+    if paginates and "pagination" not in capabilities:
         capabilities.append("pagination")
-        difficulty = difficulty.model_copy(update={"pagination": True})
     return Task(
         id=task_id,
         env_id=spec.id,
@@ -144,6 +190,8 @@ def realize(draft: Draft, bundle: Bundle, view: EnvView, session_factory: Sessio
         difficulty=difficulty,
         capabilities=capabilities,
         mutates=draft.mutates,
+        gold_calls=len(run.calls),
+        needs_pagination=paginates,
         lineage=Lineage(
             stage=TASKS.name,
             code_version=TASKS.code_version,
@@ -158,6 +206,7 @@ def synthesize_program_tasks(
     rng: random.Random,
     n: int,
     dropped: list[DroppedDraft] | None = None,
+    knobs: Knobs | None = None,
 ) -> list[Task]:
     """Up to `n` program tasks on one environment, spread over the families that apply to it.
 
@@ -167,16 +216,24 @@ def synthesize_program_tasks(
     """
     if n <= 0:
         return []
+    knobs = knobs or Knobs()
     spec = bundle.spec
     with session_factory() as session:
         seed = session.snapshot().tables
-    view = EnvView(spec=spec, seed=seed)
+    view = EnvView(spec=spec, seed=seed, knobs=knobs)
     names = list(FAMILIES)
     rng.shuffle(names)
     queues = {name: iter(FAMILIES[name](view, random.Random(rng.random()))) for name in names}
     tasks: list[Task] = []
+    short: list[Task] = []  # tasks below the chain_length knob: used only when nothing longer is left
+    parked: dict[str, Iterator[Draft]] = {}  # families whose last tasks all fell short
+    streak: Counter[str] = Counter()
     seen: set[str] = set()
-    while queues and len(tasks) < n:
+    while len(tasks) < n and (queues or parked):
+        if not queues:  # only short tasks are left to make: take those the families already made first
+            if len(tasks) + len(short) >= n:
+                break
+            queues, parked = parked, {}
         for name in list(queues):
             if len(tasks) >= n:
                 break
@@ -188,8 +245,17 @@ def synthesize_program_tasks(
                 continue
             seen.add(draft.program)
             task = realize(draft, bundle, view, session_factory)
-            if isinstance(task, Task):
+            if isinstance(task, str):
+                if dropped is not None:
+                    dropped.append(DroppedDraft(draft.family, draft.question, task))
+                continue
+            if task.gold_calls >= knobs.chain_length:
                 tasks.append(task)
-            elif dropped is not None:
-                dropped.append(DroppedDraft(draft.family, draft.question, task))
-    return tasks
+                streak[name] = 0
+                continue
+            short.append(task)
+            streak[name] += 1
+            if streak[name] >= SHORT_STREAK and name in queues:
+                parked[name] = queues.pop(name)
+    short.sort(key=lambda t: -t.gold_calls)
+    return tasks + short[: n - len(tasks)]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from factory.models import EntitySpec, EnvSpec, FieldSpec, ToolSpec
+from factory.tasks.difficulty import Knobs
 
 PAGE_SIZE = 100  # the gold programs' page size, unless the tool allows less
 
@@ -27,6 +28,7 @@ class EnvView:
 
     spec: EnvSpec
     seed: dict[str, Rows]
+    knobs: Knobs = field(default_factory=Knobs)  # the difficulty the families propose for
 
     def rows(self, entity: EntitySpec) -> Rows:
         return self.seed.get(entity.table, [])
