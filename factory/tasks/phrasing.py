@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from factory.models import EnvSpec
 from factory.naming import plural, singular
 
 IntentKind = Literal[
@@ -86,7 +88,6 @@ FIELD_SYNONYMS: dict[str, tuple[str, ...]] = {
     "shipping_address": ("delivery address",),
     "category": ("section",),
 }
-_GENERIC_NOUNS = ("record", "entry")
 _FIELD_WORDS = {"id": "ID", "sku": "SKU", "isbn": "ISBN", "kyc": "KYC", "url": "URL", "iban": "IBAN"}
 
 
@@ -128,12 +129,66 @@ class Intent:
     limit_note: str | None = None  # a constraint to respect, in words
 
 
+_PARTICLES = ("at", "on", "by", "ts", "utc")
+
+
 def humanize(name: str) -> str:
-    """`shipping_address` -> "shipping address", `kyc_status` -> "KYC status", `opened_on` -> "opened date"."""
+    """A column name as English: `shipping_address` -> "shipping address", `kyc_status` -> "KYC status",
+    `opened_on` -> "opening date", `ends_at` -> "end time", `placed_at` -> "placement time"."""
     words = [_FIELD_WORDS.get(w, w) for w in name.split("_") if w]
     if len(words) > 1 and words[-1] in ("on", "at"):
-        words[-1] = "date" if words[-1] == "on" else "time"
+        kind = "date" if words[-1] == "on" else "time"
+        verb = words[-2]
+        if verb in _NOMINALS or (verb.endswith("s") and not verb.endswith(("ss", "ed"))):
+            words = [*words[:-2], _nominal(verb), kind]
+        elif verb.endswith("ed"):
+            words = [kind, "it was", *words[:-1]]
+        else:
+            words = [*words[:-1], kind]
     return " ".join(words)
+
+
+_NOMINALS = {
+    "placed": "placement",
+    "created": "creation",
+    "updated": "update",
+    "opened": "opening",
+    "closed": "closing",
+    "paid": "payment",
+    "sent": "sending",
+    "posted": "posting",
+    "booked": "booking",
+    "issued": "issue",
+    "joined": "joining",
+    "signed": "signing",
+    "shipped": "shipping",
+    "delivered": "delivery",
+    "scheduled": "scheduled",
+    "resolved": "resolution",
+    "completed": "completion",
+    "cancelled": "cancellation",
+    "submitted": "submission",
+    "approved": "approval",
+    "registered": "registration",
+    "ordered": "order",
+    "expires": "expiry",
+    "due": "due",
+}
+
+
+def _nominal(word: str) -> str:
+    """The noun a participle or verb names a moment by: "placed" -> "placement", "ends" -> "end"."""
+    if word in _NOMINALS:
+        return _NOMINALS[word]
+    return word[:-1] if word.endswith("s") else word
+
+
+def field_phrase(name: str, description: str = "") -> str:
+    """How a question speaks of a field: an `<entity>_id` reference as the entity it names, otherwise the
+    humanized name (a description only helps when it is a short noun phrase, which the spec seldom has)."""
+    if name.endswith("_id") and name != "id":
+        return humanize(name[:-3])
+    return humanize(name)
 
 
 class Phraser:
@@ -144,21 +199,22 @@ class Phraser:
         self.style = style
         self._nouns: dict[str, str] = {}
         self._fields: dict[str, str] = {}
+        self._entities: set[str] = set()  # the plain names of the question's entities (no synonym may clash)
 
     def noun(self, entity: str) -> str:
         if entity not in self._nouns:
             base = humanize(singular(entity))
             if self.style.obscured:
-                options = ENTITY_SYNONYMS.get(entity) or _GENERIC_NOUNS
                 taken = set(self._nouns.values())
-                free = [o for o in options if o not in taken] or [f"{o} of the second kind" for o in options]
-                base = self.rng.choice(free)
+                free = [o for o in ENTITY_SYNONYMS.get(entity, ()) if o not in taken and o not in self._entities]
+                # No synonym: the plain noun (a made-up one, "record" or "entry", would name nothing).
+                base = self.rng.choice(free) if free else base
             self._nouns[entity] = base
         return self._nouns[entity]
 
     def field(self, name: str) -> str:
         if name not in self._fields:
-            base = humanize(name)
+            base = field_phrase(name)
             if self.style.obscured and name in FIELD_SYNONYMS:
                 base = self.rng.choice(FIELD_SYNONYMS[name])
             self._fields[name] = base
@@ -332,3 +388,232 @@ def compose_question(intents: list[Intent], asks: list[tuple[str, str]], rng: ra
     if closing:
         sentences.append(closing)
     return " ".join(sentences)
+
+
+# --- goals: one coherent request over related records ------------------------------------------
+
+
+@dataclass
+class Condition:
+    """A condition the records of a goal meet: `field` (of the record, or of the `via` record it points at)
+    equal to / one of / at least / at most `value`."""
+
+    field: str
+    op: Literal["eq", "in", "min", "max"]
+    value: Any
+    via: str | None = None  # the entity of the related record the field belongs to ("the product it is for")
+    temporal: bool = False  # a date or time: "on or after" instead of "at least"
+
+
+@dataclass
+class Action:
+    """A write a goal makes to each of its records."""
+
+    kind: Literal["transition", "update", "adjust", "delete"]
+    entity: str
+    field: str | None = None
+    value: Any = None
+    verb: str | None = None
+    sign: int = 1
+
+
+@dataclass
+class Goal:
+    """One user goal: (optionally) find an anchor record, then select the records of `entity` related to it
+    that meet `conditions`, and act on each (a branch on a condition picks the write), or report on them."""
+
+    entity: str
+    anchor: Intent | None = None
+    conditions: list[Condition] = dataclasses.field(default_factory=list)
+    action: Action | None = None
+    branch: Condition | None = None  # records meeting it get `action`; the others `otherwise` (or nothing)
+    otherwise: Action | None = None
+    fallback_report: bool = False  # recovery: a record the action is refused for is left and its ID reported
+    report: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (what, field): count/sum/avg/anchor
+    every_page: bool = False  # the records span several pages of their listing
+
+
+def _condition(p: Phraser, c: Condition, subject: str = "its") -> str:
+    f = p.field(c.field)
+    own = f"{subject} {f}" if c.via is None else f"the {f} of the {p.noun(c.via)} it is for"
+    if c.op == "eq":
+        return f"{own} is {value_text(c.value)}"
+    if c.op == "in":
+        values = [value_text(v) for v in c.value]
+        return f"{own} is {', '.join(values[:-1])} or {values[-1]}" if len(values) > 1 else f"{own} is {values[0]}"
+    if c.temporal:
+        return f"{own} is {'on or after' if c.op == 'min' else 'on or before'} {value_text(c.value)}"
+    return f"{own} is {'at least' if c.op == 'min' else 'at most'} {value_text(c.value)}"
+
+
+def _action(p: Phraser, a: Action, it: str) -> str:
+    """The write in words, applied to `it` ("it", "each of them")."""
+    if a.kind == "delete":
+        return f"delete {it}"
+    if a.kind == "transition":
+        if a.verb:
+            return f"{a.verb} {it}"
+        return f"mark {it} as {humanize(str(a.value))}"
+    if a.kind == "update":
+        return f"set the {p.field(a.field or '')} of {it} to {value_text(a.value)}"
+    amount = value_text(a.value)
+    if a.verb in ("deposit", "withdraw", "pay", "charge", "refund", "credit", "debit"):
+        return f"{a.verb} {amount} {'into' if a.sign > 0 else 'from'} {it}"
+    if a.verb and a.verb not in ("increment", "decrement", "adjust"):
+        return f"{a.verb} {it} by {amount}"
+    if a.sign > 0:
+        return f"add {amount} to the {p.field(a.field or '')} of {it}"
+    return f"take {amount} off the {p.field(a.field or '')} of {it}"
+
+
+def _done(p: Phraser, a: Action) -> str:
+    """The past tense of an action, for the report ("cancelled", "updated")."""
+    if a.kind == "delete":
+        return "deleted"
+    if a.kind == "transition":
+        verb = a.verb or ""
+        if verb:
+            return verb + ("d" if verb.endswith("e") else "led" if verb.endswith("el") else "ed")
+        return f"marked as {humanize(str(a.value))}"
+    return "changed" if a.kind == "update" else "adjusted"
+
+
+def compose_goal(goal: Goal, rng: random.Random, style: Style) -> str:
+    """One coherent request: the anchor, the records related to it and what to do with each, the report."""
+    p = Phraser(rng, style)
+    p._entities = {goal.entity, *([goal.anchor.entity] if goal.anchor else [])}
+    n = p.noun(goal.entity)
+    ns = plural(n)
+    sentences = []
+    owner = ""
+    if goal.anchor is not None:
+        a = goal.anchor
+        an = p.noun(a.entity)
+        if a.kind == "find_named":
+            sentences.append(p.pick('Find the {n} "{v}".', 'Look up the {n} called "{v}".').format(n=an, v=a.value))
+        else:
+            most = "highest" if a.direction == "highest" else "lowest"
+            if a.temporal:
+                most = "latest" if a.direction == "highest" else "earliest"
+            where = p.filters(a.filters)
+            every = f" (look at every {an}, not just the first page)" if a.pages else ""
+            sentences.append(
+                p.pick(
+                    "Find the {n}{where} with the {most} {f}{every}.",
+                    "Work out which {n}{where} has the {most} {f}{every}.",
+                ).format(n=an, where=where, most=most, f=p.field(a.field or ""), every=every)
+            )
+        owner = f"that {an}'s "
+    conds = [_condition(p, c) for c in goal.conditions]
+    where = ""
+    if conds:
+        where = " whose " + " and whose ".join(c.removeprefix("its ") for c in conds)
+    scope = "all of " if goal.every_page and not owner else ""
+    subject = f"{scope}{owner or 'the '}{ns}{where}"
+    if goal.action is None:
+        sentences.append(p.pick("Go through {s}.", "Look at {s}.").format(s=subject))
+    else:
+        act = _action(p, goal.action, "each of them" if goal.branch is None else "it")
+        if goal.branch is None:
+            sentences.append(p.pick("Go through {s} and {a}.", "Take {s} and {a}.").format(s=subject, a=act))
+        else:
+            other = _action(p, goal.otherwise, "it") if goal.otherwise else "leave it as it is"
+            check = _condition(p, goal.branch)
+            lead = p.pick("Go through {s}.", "Take {s}.").format(s=subject)
+            sentences.append(f"{lead} For each one: if {check}, {act}; otherwise {other}.")
+        if goal.fallback_report:
+            sentences.append(f"Where that is refused, leave the {n} as it is and give its ID in your answer.")
+    report = []
+    for what, name in goal.report:
+        if what == "count":
+            did = _done(p, goal.action) if goal.action else "found"
+            report.append(f"how many {ns} you {did}" if goal.action else f"how many such {ns} there are")
+        elif what in ("sum", "avg"):
+            word = "total" if what == "sum" else "average"
+            report.append(f"the {word} {p.field(name)} over those {ns}, rounded to two decimals")
+        elif what == "anchor" and goal.anchor is not None:
+            report.append(f"the {p.field(name)} of that {p.noun(goal.anchor.entity)}")
+    if report:
+        listed = report[0] if len(report) == 1 else ", ".join(report[:-1]) + " and " + report[-1]
+        sentences.append(p.pick("Tell me {x}.", "Report {x}.", "In your answer, give {x}.").format(x=listed))
+    return " ".join(sentences)
+
+
+# --- measuring a set of questions ------------------------------------------------------------------
+
+_QUOTED = re.compile(r'"[^"]*"')
+_NUMBER = re.compile(r"\b\d[\d.:\-T]*\b")
+_BAD_LAST = ("at", "on", "by", "ts", "utc", "id")
+
+
+def raw_field_phrases(spec: EnvSpec) -> set[str]:
+    """Phrases that give away a raw column name (lower case), for `phrasing_report`:
+    - every snake_case column name of the spec (`placed_at`, `shipping_address`), verbatim;
+    - for a multi-word column ending in a particle (`_at`, `_on`, `_by`, `_ts`, `_utc`, `_id`), its naive
+      humanization, the underscores made spaces ("placed at", "opened on", "customer id");
+    - for such a column whose word before the particle is a verb form (ending in "s" or "ed"), that word
+      followed by "time"/"date" ("ends time", "opened date", "placed time"), which is how a naive
+      humanizer reads it."""
+    out: set[str] = set()
+    for e in spec.entities:
+        for f in e.fields:
+            words = f.name.lower().split("_")
+            if len(words) < 2:
+                continue
+            out.add(f.name.lower())
+            if words[-1] in _BAD_LAST:
+                out.add(" ".join(words))
+                if words[-1] in ("at", "on") and words[-2].endswith(("s", "ed")) and not words[-2].endswith("ss"):
+                    out.add(" ".join([*words[:-1], "time" if words[-1] == "at" else "date"]))
+    return out
+
+
+def undefined_reference(question: str) -> bool:
+    """The question says "record"/"entry" (a noun that names nothing), "of the second kind", or "that X"
+    where the noun X (its first word) appears nowhere before that point of the question."""
+    low = question.lower()
+    if re.search(r"\b(record|records|entry|entries)\b", low) or "second kind" in low:
+        return True
+    for m in re.finditer(r"\bthat (\w+)", low):
+        noun = m.group(1)
+        if noun in _NOT_NOUNS:
+            continue
+        before = low[: m.start()]
+        stem = noun.removesuffix("'s")
+        if not re.search(rf"\b{re.escape(stem)}", before):
+            return True
+    return False
+
+
+_NOT_NOUNS = frozenset(
+    {"is", "are", "was", "has", "have", "can", "could", "it", "its", "they", "the", "a", "an", "one", "you", "no"}
+)
+
+
+def template_of(question: str, spec: EnvSpec | None = None) -> str:
+    """`question` with quoted values, numbers and dates, and the spec's enum values masked."""
+    t = _QUOTED.sub("<v>", question)
+    t = _NUMBER.sub("<n>", t)
+    if spec is not None:
+        values = {humanize(str(v)) for e in spec.entities for f in e.fields for v in (f.enum or [])}
+        for v in sorted(values, key=len, reverse=True):
+            t = re.sub(rf"\b{re.escape(v)}\b", "<e>", t)
+    return t
+
+
+def phrasing_report(questions: list[str], spec: EnvSpec) -> dict[str, int | float]:
+    """How a set of questions reads: `questions`, `distinct_templates` (questions with values, names and
+    numbers masked, counted distinct), `template_share` (distinct / questions), `raw_field_names` (questions
+    holding a phrase of `raw_field_phrases`), `undefined_references` (questions for which
+    `undefined_reference` holds), and `mean_words`."""
+    phrases = raw_field_phrases(spec)
+    raw = sum(any(re.search(rf"(?<![\w]){re.escape(x)}(?![\w])", q.lower()) for x in phrases) for q in questions)
+    distinct = len({template_of(q, spec) for q in questions})
+    return {
+        "questions": len(questions),
+        "distinct_templates": distinct,
+        "template_share": round(distinct / len(questions), 3) if questions else 0.0,
+        "raw_field_names": raw,
+        "undefined_references": sum(undefined_reference(q) for q in questions),
+        "mean_words": round(sum(len(q.split()) for q in questions) / len(questions), 1) if questions else 0.0,
+    }

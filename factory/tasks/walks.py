@@ -32,6 +32,7 @@ import networkx as nx
 
 from factory.envs.bundle import Bundle
 from factory.envs.runtime import Session
+from factory.envs.toolkit.common import MAX_LIMIT
 from factory.graphs import GENERIC_PARAMS, tool_entity, walk_edges, weighted_walk
 from factory.lexicon import CRUD_VERBS
 from factory.models import (
@@ -49,8 +50,20 @@ from factory.models import (
 from factory.naming import singular
 from factory.pipeline.registry import TASKS
 from factory.store import canonical_json, hash_value
+from factory.tasks.difficulty import Knobs
 from factory.tasks.end_state import end_state_check
-from factory.tasks.phrasing import Filter, Intent, Style, compose_question, humanize, value_text
+from factory.tasks.phrasing import (
+    Action,
+    Condition,
+    Filter,
+    Goal,
+    Intent,
+    Style,
+    compose_goal,
+    compose_question,
+    humanize,
+    value_text,
+)
 from factory.verify.answers import answer_contains, answers_match
 from factory.verify.rubric import run_check
 from factory.verify.state import ColumnFilter, RowChange, state_diff
@@ -60,6 +73,8 @@ MIN_DEFAULT_LENGTH = 4
 WALK_SLACK = 4  # extra tools proposed per walk, since calls with empty/error/duplicate results are dropped
 ATTEMPTS_PER_TASK = 15
 MAX_PAGES = 6
+PAGE_SIZE = MAX_LIMIT  # rows per page a goal's gold asks for (the largest page a listing serves)
+GOAL_MAX_PAGES = 8
 MAX_ASKS = 2
 MAX_COMPETITORS = 200  # per answer check: every other row's value for a catalog table, the nearest for bigger ones
 # Fields that make a record easy to name in a question, best first.
@@ -111,7 +126,7 @@ class GraphTaskSynthesizer:
         session_factory: SessionFactory,
         graph: nx.DiGraph,
         rng: random.Random,
-        knobs: Difficulty | None = None,
+        knobs: Knobs | None = None,
     ):
         self.bundle = bundle
         self.spec: EnvSpec = bundle.spec
@@ -119,6 +134,8 @@ class GraphTaskSynthesizer:
         self.graph = graph
         self.rng = rng
         self.knobs = knobs
+        self.strict = False  # a goal must reach every chain-length and pages floor
+        self.active: Knobs | None = knobs  # the floors of the goal being built
         self.tools = {t.name: t for t in self.spec.tools}
         self.entities = {e.name: e for e in self.spec.entities}
         self.columns = ColumnFilter(self.spec.bookkeeping)
@@ -174,20 +191,24 @@ class GraphTaskSynthesizer:
     # --- one task -----------------------------------------------------------------------------
 
     def synthesize(self, n: int) -> list[Task]:
+        """Goal tasks first; walks of the older errand kind only fill up when goals do not give `n`."""
         tasks: list[Task] = []
         seen: set[str] = set()
-        for _ in range(n * ATTEMPTS_PER_TASK):
-            if len(tasks) >= n:
-                break
-            try:
-                task = self.attempt()
-            except _WalkFailed:
-                continue
-            key = hash_value([c.model_dump() for c in task.gold])  # type: ignore[union-attr]
-            if key in seen:
-                continue
-            seen.add(key)
-            tasks.append(task)
+        passes = [(self.goal_attempt, True), (self.goal_attempt, False), (self.attempt, False)]
+        for make, strict in passes:
+            self.strict = strict
+            for _ in range(n * ATTEMPTS_PER_TASK // (1 if strict else 4)):
+                if len(tasks) >= n:
+                    break
+                try:
+                    task = make()
+                except _WalkFailed:
+                    continue
+                key = hash_value([c.model_dump() for c in task.gold])  # type: ignore[union-attr]
+                if key in seen:
+                    continue
+                seen.add(key)
+                tasks.append(task)
         return tasks
 
     def attempt(self) -> Task:
@@ -195,7 +216,7 @@ class GraphTaskSynthesizer:
         rng = self.rng
         target = knobs.chain_length if knobs is not None and knobs.chain_length > 1 else rng.choice(DEFAULT_LENGTHS)
         minimum = max(2, target - 1) if knobs is not None and knobs.chain_length > 1 else MIN_DEFAULT_LENGTH
-        want_pages = knobs.pagination if knobs is not None else rng.random() < 0.3
+        want_pages = knobs.pages > 1 if knobs is not None else rng.random() < 0.3
         want_constraint = bool(knobs.constraints) if knobs is not None else rng.random() < 0.3
         style = Style(obscured=knobs.obscured if knobs is not None else rng.random() < 0.25)
         walk = weighted_walk(self.graph, rng, target + WALK_SLACK)
@@ -216,7 +237,7 @@ class GraphTaskSynthesizer:
         gold = [c for s in steps for c in s.calls]
         if len(gold) < minimum or len(steps) < 2:
             raise _WalkFailed("chain too short")
-        if knobs is not None and knobs.pagination and not any(s.pages > 1 for s in steps):
+        if knobs is not None and knobs.pages > 1 and not any(s.pages > 1 for s in steps):
             raise _WalkFailed("no pagination")
         if knobs is not None and knobs.constraints and not any(s.constraint for s in steps):
             raise _WalkFailed("no constraint")
@@ -257,8 +278,6 @@ class GraphTaskSynthesizer:
         elif answer_values:
             answer = answer_values
         difficulty = self.difficulty(steps, gold, style)
-        if knobs is not None and difficulty.weak_edge_share < knobs.weak_edge_share:
-            raise _WalkFailed("too few weak or independent edges")
         return Task(
             id=f"{self.spec.id}-graph-{hash_value([question, [c.model_dump() for c in gold]])[:12]}",
             env_id=self.spec.id,
@@ -271,6 +290,8 @@ class GraphTaskSynthesizer:
             difficulty=difficulty,
             capabilities=self.capabilities(steps),
             mutates=mutates,
+            gold_calls=len(gold),
+            needs_pagination=any(s.intent.pages for s in steps),
             lineage=self.lineage,
         )
 
@@ -640,6 +661,16 @@ class GraphTaskSynthesizer:
                 return c
         raise _WalkFailed(f"no fresh value for {f.name}")
 
+    def written_before(self, steps: list[Step], entity: EntitySpec, key: Any) -> bool:
+        """An earlier write of the chain touched this record (created, changed or removed it)."""
+        for s in steps:
+            if not s.tool.mutates or s.entity != entity.name:
+                continue
+            for c in s.calls:
+                if key in c.args.values() or (s.record or {}).get(entity.primary_key) == key:
+                    return True
+        return False
+
     def write_step(
         self, session: Session, tool: ToolSpec, kind: str, entity: EntitySpec, steps: list[Step]
     ) -> Step | None:
@@ -649,6 +680,8 @@ class GraphTaskSynthesizer:
         if key is None or not sources[key][1]:
             return None
         target = steps[sources[key][0]].record or {}
+        if self.written_before(steps, entity, args[key]):
+            return None  # a second write to the same record would undo or repeat the first
         if kind == "delete":
             value = self.call(session, tool, args)
             intent = Intent(kind="delete", entity=entity.name)
@@ -699,6 +732,8 @@ class GraphTaskSynthesizer:
         if key is None or not sources[key][1]:
             return None
         target = steps[sources[key][0]].record or {}
+        if self.written_before(steps, entity, args[key]):
+            return None  # a second write to the same record would undo or repeat the first
         verb = _verb(tool.name, entity.name)
         stated: list[Any] = []
         constraint = None
@@ -751,6 +786,541 @@ class GraphTaskSynthesizer:
 
     def non_negative(self, entity: EntitySpec, name: str | None) -> bool:
         return any(r.kind == "non_negative" and r.field == name for r in entity.rules)
+
+    # --- goals: an anchor, the records related to it, a write on each -------------------------
+
+    def tools_of(self, entity: EntitySpec, *kinds: str) -> list[ToolSpec]:
+        return [
+            t
+            for t in self.spec.tools
+            if operation_kind(t) in kinds and (e := self.entity_of(t)) is not None and e.name == entity.name
+        ]
+
+    def key_param(self, tool: ToolSpec, entity: EntitySpec) -> str | None:
+        required = tool.parameters.get("required") or []
+        return next((p for p in required if self.target_entity(tool, p) == entity.name), None)
+
+    def read_all(
+        self, session: Session, tool: ToolSpec, args: dict[str, Any]
+    ) -> tuple[list[ToolCall], list[Any], list[dict[str, Any]]]:
+        """Every page of a listing (the largest page the tool serves); at most GOAL_MAX_PAGES."""
+        props = tool.parameters.get("properties") or {}
+        args = {**args, **({"limit": PAGE_SIZE} if "limit" in props else {})}
+        calls = [ToolCall(tool=tool.name, args=dict(args))]
+        results = [self.call(session, tool, args)]
+        while _next_offset(results[-1]) is not None and "offset" in props:
+            if len(results) >= GOAL_MAX_PAGES:
+                raise _WalkFailed("too many pages")
+            page = {**args, "offset": _next_offset(results[-1])}
+            calls.append(ToolCall(tool=tool.name, args=page))
+            results.append(self.call(session, tool, page))
+        return calls, results, [r for res in results for r in _items(res)]
+
+    def writes_for(self, entity: EntitySpec, row: dict[str, Any]) -> list[tuple[ToolSpec, Action]]:
+        """The writes a goal can make to one row of `entity` (one field each), with what they mean."""
+        out: list[tuple[ToolSpec, Action]] = []
+        for tool in self.tools_of(entity, "action", "update", "delete"):
+            if self.key_param(tool, entity) is None:
+                continue
+            required = set(tool.parameters.get("required") or []) - {self.key_param(tool, entity)}
+            op = tool.operation
+            kind = operation_kind(tool)
+            if kind == "delete" and not required:
+                out.append((tool, Action(kind="delete", entity=entity.name)))
+            elif kind == "action" and op is not None and op.action == "transition" and not required:
+                out.append(
+                    (
+                        tool,
+                        Action(
+                            "transition", entity.name, op.field or "status", op.to_value, _verb(tool.name, entity.name)
+                        ),
+                    )
+                )
+            elif kind == "action" and op is not None and op.action in ("increment", "decrement"):
+                amount_param = op.amount_param or "amount"
+                if required - {amount_param}:
+                    continue
+                integer = ((tool.parameters.get("properties") or {}).get(amount_param) or {}).get("type") == "integer"
+                amount: Any = self.rng.choice((2, 5, 10)) if integer else float(self.rng.choice((10, 25, 50)))
+                sign = 1 if op.action == "increment" else -1
+                out.append((tool, Action("adjust", entity.name, op.field, amount, _verb(tool.name, entity.name), sign)))
+            elif kind == "update" and not required:
+                props = tool.parameters.get("properties") or {}
+                for p in sorted(props):
+                    f = self.field_spec(entity, p)
+                    if f is None or not f.enum or f.primary_key or self.ignored(entity, p) or len(f.enum) < 3:
+                        continue
+                    value = self.rng.choice(f.enum)
+                    out.append((tool, Action("update", entity.name, p, value)))
+        return out
+
+    def write_args(self, tool: ToolSpec, entity: EntitySpec, action: Action, row: dict[str, Any]) -> dict[str, Any]:
+        key = self.key_param(tool, entity)
+        args: dict[str, Any] = {key or "id": row[entity.primary_key]}
+        if action.kind == "update":
+            args[action.field or ""] = action.value
+        if action.kind == "adjust":
+            op = tool.operation
+            args[(op.amount_param if op else None) or "amount"] = action.value
+        return args
+
+    def applies(self, tool: ToolSpec, action: Action, row: dict[str, Any], entity: EntitySpec) -> bool:
+        """The write changes `row` and the tool's rules allow it (checked on the data, not by calling)."""
+        op = tool.operation
+        if action.kind == "transition":
+            current = row.get(action.field or "status")
+            return current != action.value and (not op or not op.from_values or current in op.from_values)
+        if action.kind == "update":
+            return row.get(action.field or "") != action.value
+        if action.kind == "adjust":
+            current = row.get(action.field or "")
+            if not isinstance(current, int | float):
+                return False
+            return action.sign > 0 or (current >= action.value or not self.non_negative(entity, action.field))
+        return True
+
+    def goal_attempt(self) -> Task:
+        rng = self.rng
+        knobs = self.knobs or Knobs(chain_length=rng.choice(DEFAULT_LENGTHS), pages=rng.choice((1, 1, 2)))
+        self.active = knobs
+        target = knobs.chain_length
+        style = Style(obscured=knobs.obscured)
+        # The records the goal is about: an entity with a listing; its anchor, a record it points at.
+        options = [e for e in self.spec.entities if self.tools_of(e, "list") and len(self.rows(e)) >= 2]
+        if not options:
+            raise _WalkFailed("no listing")
+        entity = rng.choice(options)
+        list_tool = rng.choice(self.tools_of(entity, "list"))
+        props = list_tool.parameters.get("properties") or {}
+        rows = self.rows(entity)
+        pk = entity.primary_key
+        conditions: list[Condition] = []
+        server: dict[str, Any] = {}
+        constraints: list[str] = []
+        steps: list[Step] = []
+        anchor_intent: Intent | None = None
+        anchor_row: dict[str, Any] | None = None
+        anchor_entity: EntitySpec | None = None
+        links = [
+            (f.name, self.entities[t])
+            for f in entity.fields
+            if f.name in props and (t := self.reference_target(entity, f.name)) in self.entities and t != entity.name
+        ]
+        links = [(fk, a) for fk, a in links if self.tools_of(a, "list") and len(self.rows(a)) >= 2]
+        use_anchor = bool(links) and rng.random() < (0.7 if target <= 8 else 0.35)
+        with self.session_factory() as session:
+            if use_anchor:
+                fk, anchor_entity = rng.choice(links)
+                anchor_tool = rng.choice(self.tools_of(anchor_entity, "list"))
+                calls, results, items = self.read_all(session, anchor_tool, {})
+                label = self.label_field(anchor_entity)
+                counts = {}
+                for r in rows:
+                    counts[r.get(fk)] = counts.get(r.get(fk), 0) + 1
+                record, intent = self.anchor_select(anchor_entity, items, label, style, counts, len(results) > 1)
+                if record is None or intent is None:
+                    raise _WalkFailed("no anchor")
+                anchor_row, anchor_intent = record, intent
+                pages = len(calls) if intent.pages else 1
+                if not intent.pages:
+                    at = next(
+                        i
+                        for i, r in enumerate(items)
+                        if r.get(anchor_entity.primary_key) == record.get(anchor_entity.primary_key)
+                    )
+                    keep = at // PAGE_SIZE + 1
+                    calls, results, pages = calls[:keep], results[:keep], keep
+                steps.append(Step(anchor_tool, "list", anchor_entity.name, calls, results, record, intent, pages=pages))
+                server[fk] = record[anchor_entity.primary_key]
+                rows = [r for r in rows if r.get(fk) == server[fk]]
+                if not rows:
+                    raise _WalkFailed("the anchor has no related records")
+            # A condition the listing can filter on (an enum), and one it cannot (a threshold).
+            writes = []
+            if rows:
+                writes = [w for w in self.writes_for(entity, rows[0]) if knobs.chain_length > 1]
+            write = rng.choice(writes) if writes and rng.random() < 0.85 else None
+            enums = [
+                p
+                for p in sorted(props)
+                if p not in GENERIC_PARAMS and props[p].get("enum") and self.field_spec(entity, p)
+            ]
+            if (
+                write is not None
+                and write[1].kind == "transition"
+                and write[0].operation
+                and write[0].operation.from_values
+            ):
+                field_name = write[1].field or "status"
+                allowed = [v for v in write[0].operation.from_values if any(r.get(field_name) == v for r in rows)]
+                if not allowed:
+                    raise _WalkFailed("nothing the transition applies to")
+                if field_name in props and knobs.pages <= 1 and (len(allowed) == 1 or rng.random() < 0.5):
+                    server[field_name] = rng.choice(allowed)
+                    conditions.append(Condition(field_name, "eq", server[field_name]))
+                else:
+                    conditions.append(Condition(field_name, "in", sorted(allowed)))
+                constraints.append(f"{field_name} allows the change")
+            elif enums and (knobs.constraints >= 1 or rng.random() < 0.4) and not use_anchor:
+                p = rng.choice(enums)
+                value = rng.choice(rows).get(p)
+                if value is None:
+                    raise _WalkFailed("no enum value")
+                if knobs.pages <= 1:
+                    server[p] = value  # the listing filters; with a pages floor, the solver reads every page
+                conditions.append(Condition(p, "eq", value))
+                constraints.append(f"{p} is {value}")
+            calls, results, items = self.read_all(session, list_tool, server)
+            pages = len(calls)
+            pool = [r for r in items if all(_meets(r, c) for c in conditions)]
+            if write is not None:
+                pool = [r for r in pool if self.applies(write[0], write[1], r, entity)]
+            # How many records to act on: enough for the chain-length floor, a threshold to single them out.
+            used = sum(len(s.calls) for s in steps) + pages
+            want = max(1, target - used) + rng.randint(0, max(1, target))
+            threshold = None
+            if len(pool) > want or (knobs.constraints >= 2 and len(pool) > 1):
+                threshold = self.threshold(entity, pool, min(want, len(pool) - 1) if len(pool) > 1 else 1)
+                if threshold is not None:
+                    conditions.append(threshold)
+                    constraints.append(f"{threshold.field} {threshold.op} {threshold.value}")
+                    pool = [r for r in pool if _meets(r, threshold)]
+            if not pool:
+                raise _WalkFailed("no records")
+            set_step = Step(
+                list_tool,
+                "list",
+                entity.name,
+                calls,
+                results,
+                None,
+                Intent(kind="find_only", entity=entity.name),
+                pages=pages,
+            )
+            set_step.uses = {0} if steps else set()
+            steps.append(set_step)
+            acted: list[dict[str, Any]] = []
+            branch = otherwise = None
+            if write is not None and (target >= 6 and rng.random() < 0.7):
+                branch, otherwise, lookup = self.branch_for(entity, pool, write, anchor_entity)
+                if branch is not None:
+                    constraints.append(f"{branch.via}.{branch.field} {branch.op} {branch.value}")
+            if write is not None:
+                tool, action = write
+                fetched: dict[Any, dict[str, Any]] = {}
+                set_index = len(steps) - 1
+                for r in sorted(pool, key=lambda r: str(r.get(pk))):
+                    chosen: tuple[ToolSpec, Action] | None = write
+                    if branch is not None:
+                        get_tool, fk, related = lookup
+                        key = r.get(fk)
+                        if key not in fetched:
+                            args = {self.key_param(get_tool, related) or "id": key}
+                            record = self.call(session, get_tool, args)
+                            if not isinstance(record, dict):
+                                raise _WalkFailed("lookup failed")
+                            fetched[key] = record
+                            intent = Intent(kind="lookup", entity=related.name, source=entity.name)
+                            look = Step(
+                                get_tool,
+                                "get",
+                                related.name,
+                                [ToolCall(tool=get_tool.name, args=args)],
+                                [record],
+                                None,
+                                intent,
+                            )
+                            look.uses = {set_index}
+                            steps.append(look)
+                        chosen = (
+                            write
+                            if _meets(
+                                fetched[key], Condition(branch.field, branch.op, branch.value, temporal=branch.temporal)
+                            )
+                            else otherwise
+                        )
+                    if chosen is None:
+                        continue
+                    tool, action = chosen
+                    args = self.write_args(tool, entity, action, r)
+                    record = self.call(session, tool, args)
+                    kind = operation_kind(tool) or "action"
+                    kept = record if isinstance(record, dict) and action.kind != "delete" else None
+                    step = Step(
+                        tool,
+                        kind,
+                        entity.name,
+                        [ToolCall(tool=tool.name, args=args)],
+                        [record],
+                        kept,
+                        Intent(kind="update", entity=entity.name),
+                    )
+                    step.uses = {set_index}
+                    steps.append(step)
+                    if chosen is write:
+                        acted.append(r)
+                if branch is not None and not acted:
+                    raise _WalkFailed("the branch acts on nothing")
+            final = session.snapshot()
+        goal = Goal(
+            entity=entity.name,
+            anchor=anchor_intent,
+            conditions=conditions,
+            action=write[1] if write else None,
+            branch=branch,
+            otherwise=otherwise[1] if otherwise else None,
+            every_page=pages > 1,
+        )
+        answer_values: dict[str, Any] = {}
+        competitors: dict[str, list[Any]] = {}
+        count = len(acted) if write is not None else len(pool)
+        near = self.near_misses(entity, anchor_row, conditions, server, write)
+        if write is None or rng.random() < 0.6:
+            goal.report.append(("count", ""))
+            answer_values["count"] = count
+            competitors["count"] = (
+                [count - 1, count + 1, count + len(near)] if count > 1 else [count + 1, count + len(near)]
+            )
+        numeric = [
+            f.name for f in entity.fields if f.type == "number" and not self.ignored(entity, f.name) and f.name != pk
+        ]
+        if write is None and numeric and rng.random() < 0.6:
+            name = rng.choice(numeric)
+            values = [r.get(name) for r in pool]
+            if all(isinstance(v, int | float) for v in values) and values:
+                total = round(sum(values), 2)
+                goal.report.append(("sum", name))
+                answer_values[f"total {name}"] = total
+                competitors[f"total {name}"] = [round(total + (r.get(name) or 0), 2) for r in near][:50]
+        if anchor_row is not None and anchor_intent is not None and anchor_intent.kind != "find_named":
+            label = self.label_field(anchor_entity) if anchor_entity else None
+            if label:
+                goal.report.append(("anchor", label))
+                answer_values[f"{anchor_entity.name} {label}"] = anchor_row[label]
+                competitors[f"{anchor_entity.name} {label}"] = [
+                    r.get(label) for r in self.rows(anchor_entity) if r is not anchor_row
+                ]
+        if not answer_values and write is None:
+            raise _WalkFailed("nothing to report")
+        question = compose_goal(goal, rng, style)
+        difficulty = Difficulty(
+            chain_length=0,
+            obscured=style.obscured,
+            pages=max(s.pages for s in steps),
+            constraints=constraints,
+            distractors=len(near),
+            recovery=0,
+        )
+        return self.finish(
+            steps, question, answer_values, competitors, final, difficulty, pages > 1 or any(s.pages > 1 for s in steps)
+        )
+
+    def branch_for(
+        self,
+        entity: EntitySpec,
+        pool: list[dict[str, Any]],
+        write: tuple[ToolSpec, Action],
+        anchor: EntitySpec | None,
+    ) -> tuple[Condition | None, tuple[ToolSpec, Action] | None, Any]:
+        """A condition on the record each one points at (looked up one by one), and the write for the others."""
+        rng = self.rng
+        for f in rng.sample(entity.fields, len(entity.fields)):
+            target = self.reference_target(entity, f.name)
+            related = self.entities.get(target or "")
+            if related is None or related.name == entity.name or (anchor is not None and related.name == anchor.name):
+                continue
+            gets = [t for t in self.tools_of(related, "get") if self.key_param(t, related)]
+            if not gets:
+                continue
+            by_id = {r.get(related.primary_key): r for r in self.rows(related)}
+            linked = [by_id[r.get(f.name)] for r in pool if r.get(f.name) in by_id]
+            if len(linked) != len(pool) or len(pool) < 2:
+                continue
+            distinct = list({canonical_json(r): r for r in linked}.values())
+            if len(distinct) < 2:
+                continue
+            c = self.threshold(related, distinct, max(1, len(distinct) // 2))
+            if c is None:
+                continue
+            c.via = related.name
+            others = [w for w in self.writes_for(entity, pool[0]) if w[0].name != write[0].name]
+            others = [w for w in others if all(self.applies(w[0], w[1], r, entity) for r in pool)]
+            otherwise = rng.choice(others) if others and rng.random() < 0.6 else None
+            return c, otherwise, (gets[0], f.name, related)
+        return None, None, None
+
+    def anchor_select(
+        self,
+        entity: EntitySpec,
+        items: list[dict[str, Any]],
+        label: str | None,
+        style: Style,
+        counts: dict[Any, int],
+        every_page: bool,
+    ) -> tuple[dict[str, Any] | None, Intent | None]:
+        """The anchor: the record with the highest/lowest value of a field over every page, or (plain
+        phrasing) one named by its label; it must have related records."""
+        pk = entity.primary_key
+        options: list[tuple[dict[str, Any], Intent]] = []
+        for f in entity.fields:
+            if f.type not in ("integer", "number", "date", "datetime") or f.name == pk or f.references:
+                continue
+            if self.ignored(entity, f.name):
+                continue
+            values = [r.get(f.name) for r in items]
+            if any(v is None for v in values) or len(items) < 2:
+                continue
+            for direction in ("highest", "lowest"):
+                best = max(values) if direction == "highest" else min(values)
+                at = [i for i, v in enumerate(values) if v == best]
+                if len(at) == 1 and counts.get(items[at[0]].get(pk), 0) >= 1:
+                    temporal = f.type in ("date", "datetime")
+                    intent = Intent(
+                        "find_extreme",
+                        entity.name,
+                        field=f.name,
+                        direction=direction,
+                        pages=every_page,
+                        temporal=temporal,
+                    )
+                    options.append((items[at[0]], intent))
+        if label is not None and not style.obscured and (not options or self.rng.random() < 0.3):
+            pool = [r for r in items if counts.get(r.get(pk), 0) >= 1 and isinstance(r.get(label), str)]
+            if pool:
+                r = self.rng.choice(pool)
+                return r, Intent(kind="find_named", entity=entity.name, value=r[label])
+        if not options:
+            return None, None
+        return self.rng.choice(options)
+
+    def threshold(self, entity: EntitySpec, pool: list[dict[str, Any]], k: int) -> Condition | None:
+        """A condition on a number or date that exactly `k` (or a nearby count) of `pool` meet."""
+        rng = self.rng
+        fields = [
+            f
+            for f in entity.fields
+            if f.type in ("integer", "number", "date", "datetime")
+            and f.name != entity.primary_key
+            and not f.references
+            and not self.ignored(entity, f.name)
+        ]
+        rng.shuffle(fields)
+        for f in fields:
+            temporal = f.type in ("date", "datetime")
+            values = [r.get(f.name) for r in pool]
+            if any(v is None or isinstance(v, bool) for v in values):
+                continue
+            for op in rng.sample(("min", "max"), 2):
+                ordered = sorted(values, reverse=op == "min")
+                for kk in (k, k + 1, k - 1, k + 2, k - 2):
+                    if kk < 1 or kk >= len(ordered):
+                        continue
+                    inside, outside = ordered[kk - 1], ordered[kk]
+                    t = _nice_threshold(inside, outside, op, temporal)
+                    if t is None:
+                        continue
+                    c = Condition(f.name, op, t, temporal=temporal)  # type: ignore[arg-type]
+                    if sum(_meets(r, c) for r in pool) == kk:
+                        return c
+        return None
+
+    def near_misses(
+        self,
+        entity: EntitySpec,
+        anchor: dict[str, Any] | None,
+        conditions: list[Condition],
+        server: dict[str, Any],
+        write: tuple[ToolSpec, Action] | None,
+    ) -> list[dict[str, Any]]:
+        """Seed rows of `entity` that meet all but one of the goal's conditions (the anchor link included)."""
+        conds = list(conditions)
+        for p, v in server.items():
+            if not any(c.field == p for c in conds):
+                conds.append(Condition(p, "eq", v))
+        if len(conds) < 2:
+            return []
+        out = []
+        for r in self.rows(entity):
+            failed = sum(not _meets(r, c) for c in conds)
+            if failed == 1:
+                out.append(r)
+        return out
+
+    def finish(
+        self,
+        steps: list[Step],
+        question: str,
+        answer_values: dict[str, Any],
+        competitors: dict[str, list[Any]],
+        final: Snapshot,
+        difficulty: Difficulty,
+        needs_pagination: bool,
+    ) -> Task:
+        gold = [c for s in steps for c in s.calls]
+        knobs = self.active
+        if knobs is not None and len(gold) < min(knobs.chain_length, 2):
+            raise _WalkFailed("chain too short")
+        if knobs is not None and difficulty.pages < knobs.pages:
+            raise _WalkFailed("below the pages floor")
+        if knobs is not None and self.strict:
+            if len(gold) < knobs.chain_length:
+                raise _WalkFailed("below a floor")
+            if len(difficulty.constraints) < knobs.constraints or difficulty.distractors < knobs.distractors:
+                raise _WalkFailed("below a floor")
+        mutates = any(s.tool.mutates for s in steps)
+        checks = self.state_checks(steps, final)
+        end_state = end_state_check(self.spec, self.seed, final)
+        replay_results, replay_final = self.replay(gold)
+        if not run_check(end_state, self.seed, replay_final, None).passed:
+            raise _WalkFailed("the gold's end state differs on replay")
+        if canonical_json(replay_results) != canonical_json([r for s in steps for r in s.results]):
+            raise _WalkFailed("the replay reads differently")
+        checks = [c for c in checks if run_check(c, self.seed, replay_final, None).passed]
+        if mutates and not checks:
+            raise _WalkFailed("the writes cancel out")
+        if not mutates and not answer_values:
+            raise _WalkFailed("nothing to verify")
+        self.check_question(question, steps)
+        values = list(answer_values.values())
+        if any(isinstance(v, str) and answer_contains(question, v) for v in values):
+            raise _WalkFailed("the question gives the answer away")
+        if not mutates and all(answer_contains(question, v) for v in values):
+            raise _WalkFailed("echoing the question would pass")
+        stated = [question, *(canonical_json(v).decode() for v in values)]
+        answer_checks = []
+        for k, v in answer_values.items():
+            check = RubricCheck(kind="answer_contains", value=v, description=f"answer states the {k}")
+            said = [question] if k == "count" else stated
+            check.competitors = [c for c in _others(v, competitors.get(k, [])) if not _stated(said, c)]
+            if k == "count":  # a count's neighbours always compete (0 included)
+                near = [x for x in (v - 1, v + 1) if x >= 0 and not _stated(said, x) and x not in check.competitors]
+                check.competitors = near + check.competitors
+            answer_checks.append(check)
+        answer: Any = None
+        if len(answer_values) == 1:
+            answer = values[0]
+        elif answer_values:
+            answer = dict(answer_values)
+        names = [s.tool.name for s in steps]
+        kinds = [k for _, _, k in walk_edges(self.graph, names)]
+        weak = sum(k != "strong" for k in kinds) / len(kinds) if kinds else 0.0
+        difficulty = difficulty.model_copy(update={"chain_length": len(gold), "weak_edge_share": round(weak, 3)})
+        return Task(
+            id=f"{self.spec.id}-graph-{hash_value([question, [c.model_dump() for c in gold]])[:12]}",
+            env_id=self.spec.id,
+            kind="graph",
+            question=question,
+            answer=answer,
+            gold=gold,
+            rubric=[*answer_checks, *checks, end_state],
+            verifier=None,
+            difficulty=difficulty,
+            capabilities=sorted({*self.capabilities(steps), *(["constraint"] if difficulty.constraints else [])}),
+            mutates=mutates,
+            gold_calls=len(gold),
+            needs_pagination=needs_pagination,
+            lineage=self.lineage,
+        )
 
     # --- answers, rubric, replay --------------------------------------------------------------
 
@@ -894,7 +1464,7 @@ class GraphTaskSynthesizer:
             chain_length=len(gold),
             weak_edge_share=round(weak, 3),
             obscured=style.obscured,
-            pagination=any(s.pages > 1 for s in steps),
+            pages=max(s.pages for s in steps),
             constraints=sorted({s.constraint for s in steps if s.constraint}),
         )
 
@@ -933,6 +1503,41 @@ def _prune(steps: list[Step], asks: list[Ask]) -> tuple[list[Step], list[Ask]]:
     for s in kept:
         s.uses = {index[u] for u in s.uses if u in index}
     return kept, [(index[a[0]], *a[1:]) for a in asks]
+
+
+def _meets(row: dict[str, Any], c: Condition) -> bool:
+    """`row` meets the condition (dates compared on the condition's own precision)."""
+    v = row.get(c.field)
+    if c.op == "eq":
+        return v == c.value
+    if c.op == "in":
+        return v in c.value
+    if v is None or isinstance(v, bool):
+        return False
+    if c.temporal:
+        v = str(v)[: len(str(c.value))]
+    try:
+        return v >= c.value if c.op == "min" else v <= c.value
+    except TypeError:
+        return False
+
+
+def _nice_threshold(inside: Any, outside: Any, op: str, temporal: bool) -> Any:
+    """A round value that `inside` meets and `outside` does not ("at least 50" rather than 51.37)."""
+    if temporal:
+        for cut in (10, 7, 4):
+            t = str(inside)[:cut]
+            o = str(outside)[:cut]
+            if (op == "min" and o < t) or (op == "max" and o > t):
+                return t
+        return None
+    if not isinstance(inside, int | float) or not isinstance(outside, int | float) or inside == outside:
+        return None
+    for step in (100, 50, 10, 5, 1):
+        t = (inside // step) * step if op == "min" else -((-inside) // step) * step
+        if (op == "min" and outside < t <= inside) or (op == "max" and inside <= t < outside):
+            return int(t) if float(t).is_integer() else t
+    return inside
 
 
 def _items(value: Any) -> list[dict[str, Any]]:
@@ -1028,7 +1633,7 @@ def synthesize_graph_tasks(
     graph: nx.DiGraph,
     rng: random.Random,
     n: int,
-    knobs: Difficulty | None = None,
+    knobs: Knobs | None = None,
 ) -> list[Task]:
     """Up to `n` graph-walk tasks of one environment, deterministic for the rng's state.
 

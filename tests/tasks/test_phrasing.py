@@ -12,6 +12,9 @@ from factory.tasks.phrasing import (
     Style,
     compose_question,
     humanize,
+    phrasing_report,
+    raw_field_phrases,
+    undefined_reference,
     value_text,
 )
 
@@ -34,7 +37,8 @@ ASKS = [("customer", "email"), ("order", "shipping_address")]
 def test_humanize_plural_and_values():
     assert humanize("shipping_address") == "shipping address"
     assert humanize("kyc_status") == "KYC status"
-    assert humanize("opened_on") == "opened date"
+    assert humanize("opened_on") == "opening date"
+    assert humanize("ends_at") == "end time" and humanize("placed_at") == "placement time"
     assert plural("category") == "categories" and plural("box") == "boxes" and plural("day") == "days"
     assert plural("ledger entry") == "ledger entries"
     assert value_text("non_fiction") == "non fiction"
@@ -88,3 +92,41 @@ def test_each_operation_kind_has_a_sentence():
     assert "that flight" in create and "that passenger" in create and "2" in create
     adjust = compose_question([kinds[6]], [], random.Random(0), Style())
     assert "50" in adjust and "account" in adjust
+
+
+def _spec():
+    from factory.models import EntitySpec, EnvSpec, FieldSpec
+
+    fields = [
+        FieldSpec(name="id"),
+        FieldSpec(name="ends_at", type="datetime"),
+        FieldSpec(name="opened_on", type="date"),
+    ]
+    entity = EntitySpec(
+        name="booking", table="bookings", fields=[*fields, FieldSpec(name="status", enum=["open", "done"])]
+    )
+    return EnvSpec.model_construct(id="t", entities=[entity], tools=[])
+
+
+def test_raw_field_phrases_are_the_naive_forms():
+    phrases = raw_field_phrases(_spec())
+    assert {"ends_at", "ends at", "ends time", "opened_on", "opened on", "opened date"} <= phrases
+    assert "end time" not in phrases and "opening date" not in phrases
+
+
+def test_undefined_references():
+    assert undefined_reference("Delete that record.")
+    assert undefined_reference("Find the item of the second kind.")
+    assert undefined_reference("Cancel that order.")  # no order was introduced
+    assert not undefined_reference("Find the order with the latest placement time. Cancel that order.")
+
+
+def test_phrasing_report_counts():
+    qs = [
+        'Find the booking "A". Tell me its ends time.',
+        'Find the booking "B". Tell me its ends time.',
+        "Go through the bookings whose end time is on or after 2024-05-01 and whose status is open. Delete that entry.",
+    ]
+    r = phrasing_report(qs, _spec())
+    assert r["questions"] == 3 and r["distinct_templates"] == 2
+    assert r["raw_field_names"] == 2 and r["undefined_references"] == 1
