@@ -13,6 +13,8 @@ import builtins
 import contextlib
 import csv
 import ctypes
+import functools
+import importlib
 import json
 import marshal
 import os
@@ -39,6 +41,9 @@ MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 HEADER = struct.Struct(">I")
+# The standard-library modules code verifiers import (answer matching, state checks): loaded once per worker,
+# so the children forked for each verdict do not load them again.
+PRELOADED = ("datetime", "decimal", "fnmatch", "unicodedata")
 MAX_RESULT_BYTES = 64 << 20
 SCRATCH_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
 UNTOUCHED_MOUNTS = ("/proc", "/sys", "/dev")
@@ -542,6 +547,10 @@ def _snapshot(session: Session, pks: dict) -> dict:
 # --- one-off functions and programs (forked children) -----------------------------------------
 
 
+class _LoadFailed(Exception):
+    """The source did not compile (the message says why)."""
+
+
 class _ToolProxy:
     """`tools.<name>(**args)` inside a task program: forwarded to the parent session, answer returned."""
 
@@ -559,7 +568,15 @@ class _ToolProxy:
         return call
 
 
-def _child_run(chan: Channel, source: str, entry: str, kwargs: dict, program: bool, cpu_s: int) -> None:
+@functools.lru_cache(maxsize=64)
+def _compiled(source: str):
+    """The code object of a function's source, compiled once per worker: the audit runs one task's verifier
+    (answer matching and state checks, some 30 KB) dozens of times, and compiling it is most of a call's cost.
+    Compiling runs no code; the children forked from this worker execute it."""
+    return compile(source, "<untrusted>", "exec")
+
+
+def _child_run(chan: Channel, code, entry: str, kwargs: dict, program: bool, cpu_s: int) -> None:
     os.setpgid(0, 0)
     resource.setrlimit(resource.RLIMIT_CPU, (max(1, cpu_s), max(1, cpu_s) + 1))
     try:
@@ -567,7 +584,12 @@ def _child_run(chan: Channel, source: str, entry: str, kwargs: dict, program: bo
         if program:
             namespace["tools"] = _ToolProxy(chan)
         try:
-            exec(compile(source, "<untrusted>", "exec"), namespace)
+            if isinstance(code, str):
+                raise _LoadFailed(code)
+            exec(code, namespace)
+        except _LoadFailed as e:
+            chan.send(["fn_error", "load_error", str(e)[:2000]])
+            return
         except BaseException as e:
             chan.send(["fn_error", "load_error", f"{type(e).__name__}: {e}"[:2000]])
             return
@@ -596,6 +618,10 @@ def _run_forked(parent: Channel, req: tuple) -> None:
     """Fork a child for one function; relay its frames to the parent and the parent's to it; then report its exit."""
     global IN_CALL
     _, source, entry, kwargs, program, timeout_s, cpu_s = req
+    try:
+        code = _compiled(source)
+    except BaseException as e:  # reported by the child, as any load error
+        code = f"{type(e).__name__}: {e}"
     c_in_r, c_in_w = os.pipe()
     c_out_r, c_out_w = os.pipe()
     pid = os.fork()
@@ -607,7 +633,7 @@ def _run_forked(parent: Channel, req: tuple) -> None:
         try:
             IN_CALL = True
             signal.setitimer(signal.ITIMER_REAL, timeout_s)
-            _child_run(Channel(c_in_r, c_out_w), source, entry, kwargs, program, cpu_s)
+            _child_run(Channel(c_in_r, c_out_w), code, entry, kwargs, program, cpu_s)
         finally:
             os._exit(0)
     os.close(c_in_r)
@@ -794,6 +820,8 @@ def main() -> None:
     if report["pid_namespace"] and report["private_proc"]:
         LAST_PID_FD = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY)
     sys.setrecursionlimit(2000)
+    for name in PRELOADED:
+        importlib.import_module(name)
     serve(Channel(rfd, wfd), report)
 
 
