@@ -240,6 +240,16 @@ class TestExpect(Model):
     count: int | None = None  # exact number of items in a list result (or result["items"])
 
 
+class StateCheck(Model):
+    """What the state must hold after a successful call: the rows of `table` equal to `where` number `count`
+    (when given) and one of them contains `match` (when given)."""
+
+    table: str
+    where: dict[str, Any]
+    match: dict[str, Any] | None = None
+    count: int | None = None
+
+
 class TestCase(Model):
     __test__ = False  # not a pytest class
 
@@ -247,6 +257,7 @@ class TestCase(Model):
     args: dict[str, Any]
     expect: TestExpect
     name: str = ""
+    state: list[StateCheck] = Field(default_factory=list)  # the effects the call must leave (stock back, a ledger row)
 
 
 class ToolReport(Model):

@@ -15,8 +15,8 @@ from typing import Any
 from factory.envs.bundle import ENV_JSON, REPORT_JSON, TESTS_JSON, Bundle
 from factory.envs.codegen import unsupported_tools
 from factory.envs.state import Rows
-from factory.envs.testgen import StateCheck, generate_tests
-from factory.models import EnvSpec, GateReport, Snapshot, TestCase, ToolReport, ToolResult
+from factory.envs.testgen import generate_tests
+from factory.models import EnvSpec, GateReport, Snapshot, StateCheck, TestCase, ToolReport, ToolResult
 from factory.sandbox import SandboxPool
 from factory.store import write_json_atomic
 
@@ -34,11 +34,6 @@ def matches(expected: Any, actual: Any) -> bool:
     if isinstance(expected, int | float) and isinstance(actual, int | float):
         return math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-9)
     return expected == actual
-
-
-def state_checks(case: TestCase) -> list[StateCheck]:
-    """The effects on the state a case checks after its call (an `EffectCase`), else none."""
-    return list(getattr(case, "state", None) or [])
 
 
 def check_state(checks: list[StateCheck], snapshot: Snapshot) -> str | None:
@@ -78,7 +73,7 @@ def check_case(case: TestCase, result: ToolResult, snapshot: Snapshot | None = N
         if not isinstance(items, list) or len(items) != expect.count:
             n = len(items) if isinstance(items, list) else "no list"
             return f"expected {expect.count} items, got {n}"
-    checks = state_checks(case)
+    checks = case.state
     if checks:
         return check_state(checks, snapshot) if snapshot is not None else "state: no snapshot taken after the call"
     return None
@@ -144,7 +139,7 @@ def run_gate(
             for case in runnable:
                 session.reset()
                 results.append(session.call(case.tool, case.args))
-                snapshots.append(session.snapshot() if state_checks(case) and results[-1].ok else None)
+                snapshots.append(session.snapshot() if case.state and results[-1].ok else None)
     reports = _tool_reports(runnable, results, threshold, snapshots)
     reasons = []
     for tool in spec.tools:
@@ -179,8 +174,6 @@ def gate_environment(spec: EnvSpec, rows: Rows, out: Path, pool: SandboxPool | N
     report = run_gate(out, cases, pool=pool)
     kept = set(report.kept_tools)
     write_json_atomic(out / ENV_JSON, spec.model_copy(update={"tools": [t for t in spec.tools if t.name in kept]}))
-    # tests.json holds plain TestCase records (models.TestCase has no field for the state checks)
-    plain = [TestCase.model_validate(c.model_dump(include=set(TestCase.model_fields))) for c in cases]
-    write_json_atomic(out / TESTS_JSON, [c.model_dump(mode="json") for c in plain if c.tool in kept])
+    write_json_atomic(out / TESTS_JSON, [c.model_dump(mode="json") for c in cases if c.tool in kept])
     write_json_atomic(out / REPORT_JSON, report)
     return report

@@ -32,27 +32,11 @@ from factory.envs.codegen import (
 )
 from factory.envs.toolkit.common import MAX_LIMIT
 from factory.lexicon import TIMESTAMP_COLUMNS
-from factory.models import EntitySpec, EnvSpec, FieldSpec, Model, TestCase, TestExpect, ToolSpec
+from factory.models import EntitySpec, EnvSpec, FieldSpec, StateCheck, TestCase, TestExpect, ToolSpec
 
 Rows = list[dict[str, Any]]
 MISSING_ID = "does-not-exist-0"
 MISSING_INT_ID = 987654321
-
-
-class StateCheck(Model):
-    """What the state must hold after a successful call: the rows of `table` equal to `where` number `count`
-    (when given) and one of them contains `match` (when given)."""
-
-    table: str
-    where: dict[str, Any]
-    match: dict[str, Any] | None = None
-    count: int | None = None
-
-
-class EffectCase(TestCase):
-    """A case that also checks the effect the call has on the state (stock given back, a ledger row)."""
-
-    state: list[StateCheck]
 
 
 def _ok(match: Any = None, count: int | None = None) -> TestExpect:
@@ -116,7 +100,7 @@ class _Cases:
         """A case whose success must also leave `state` behind."""
         self.add(what, args, expect)
         case = self.cases.pop()
-        self.cases.append(EffectCase(**case.model_dump(), state=state))
+        self.cases.append(case.model_copy(update={"state": state}))
 
     def supply_row(self, s: Supply, key: Any) -> dict[str, Any] | None:
         return next((r for r in self.rows_of(s.supply) if r[s.supply.primary_key] == key), None)

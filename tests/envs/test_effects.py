@@ -5,15 +5,16 @@ A tools.py with the effect removed fails the generated effect tests."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from factory.envs.build import build_env
-from factory.envs.bundle import TOOLS_PY
+from factory.envs.bundle import TESTS_JSON, TOOLS_PY
 from factory.envs.gate import run_gate
-from factory.envs.testgen import EffectCase, generate_tests
+from factory.envs.testgen import generate_tests
 from factory.topics import load_catalog
 
 # (topic, tool, what its description states)
@@ -60,6 +61,11 @@ def test_each_stated_effect_has_a_passing_gate_test(topic: str, tool: str, effec
     cases = [c for c in generate_tests(spec, rows, spec.seed) if c.tool == tool and effect in c.name]
     assert cases, f"no generated test for {tool}: {effect}"
     assert report.tools[tool].kept and report.tools[tool].passed == report.tools[tool].cases, report.tools[tool]
+    written = json.loads((tmp_path / "env" / TESTS_JSON).read_text())
+    mine = [w for w in written if w["tool"] == tool and effect in w["name"]]
+    assert mine == [c.model_dump(mode="json") for c in cases]
+    if effect in ("gives back", "ledger"):
+        assert all(c.state for c in cases), "the effect is checked on the state, and tests.json keeps the check"
 
 
 def test_every_catalog_description_that_states_an_effect_is_covered():
@@ -98,4 +104,4 @@ def test_tools_without_the_effect_fail_their_gate_tests(topic: str, tool: str, c
     cases = [c for c in generate_tests(spec, rows, spec.seed) if c.tool == tool]
     report = run_gate(out, cases)
     assert report.tools[tool].passed < report.tools[tool].cases, report.tools[tool]
-    assert any(isinstance(c, EffectCase) for c in cases) or cut == "_check_open("
+    assert any(c.state for c in cases) or cut == "_check_open("
