@@ -7,7 +7,7 @@ from assets.partitions import category_partitions
 from assets.results import depth_metadata, gate_result, progress_logger, stage_result
 from factory.pipeline.artifacts import CANDIDATES_PARQUET, TASKS_PARQUET
 from factory.pipeline.registry import TASKS, VERIFIERS
-from factory.pipeline.tasks.tasks import category_depth, synthesize_category_tasks
+from factory.pipeline.tasks.tasks import PHRASING_COUNTS, category_depth, synthesize_category_tasks
 from factory.pipeline.tasks.verifiers import audit_category_tasks, audit_check
 from factory.tasks.difficulty import KNOBS, DifficultyError, Knobs, knobs_for
 from resources import SandboxResource, StoreResource
@@ -61,7 +61,8 @@ def tasks(
         progress=progress_logger(context),
     )
     depth = depth_metadata(category_depth(store.get(), TASKS, context.partition_key, CANDIDATES_PARQUET))
-    return stage_result(TASKS, run, ["generated", "candidates", "graph", "program", "filter_drops"], extra=depth)
+    columns = ["generated", "candidates", "graph", "program", "filter_drops", *PHRASING_COUNTS]
+    return stage_result(TASKS, run, columns, extra=depth)
 
 
 @dg.asset(

@@ -148,6 +148,12 @@ def test_tasks_metadata_shows_depth_per_kind_and_level(world):
         assert sum(v for k, v in rows["all"].items() if k.startswith("calls ")) == rows["all"]["tasks"]
         for share in ("share_mutate", "share_need_pagination", "share_over_20_calls"):
             assert 0 <= metadata[share].value <= 1
+    tasks_metadata = _metadata(runs[categories[0]], "tasks")
+    assert tasks_metadata["total_distinct_templates"].value >= 1
+    assert tasks_metadata["total_raw_field_names"].value == 0
+    assert tasks_metadata["total_undefined_references"].value == 0
+    (row,) = [r.data for r in tasks_metadata["per_environment"].value.records]
+    assert {"distinct_templates", "raw_field_names", "undefined_references"} <= set(row)
 
 
 @pytest.mark.slow

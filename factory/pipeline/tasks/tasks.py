@@ -30,11 +30,15 @@ from factory.sandbox import SandboxPool
 from factory.store import Store, write_json_atomic
 from factory.tasks.depth import DepthReport, depth_report
 from factory.tasks.difficulty import Knobs, knobs_for
+from factory.tasks.phrasing import phrasing_report
 from factory.tasks.synthesize import synthesize_tasks
 from factory.tasks.table import read_tasks, write_tasks
 
 TASKS_PER_ENV_VARIABLE = "FACTORY_TASKS_PER_ENV"
 DEFAULT_TASKS_PER_ENV = 20
+# How the questions read, per environment (factory/tasks/phrasing.py): distinct templates, questions naming a
+# raw field, questions with a reference nothing defines.
+PHRASING_COUNTS = ("distinct_templates", "raw_field_names", "undefined_references")
 
 
 def tasks_per_env(n: int | None) -> int:
@@ -63,6 +67,7 @@ def synthesize_category_tasks(
             write_tasks(result.tasks, out / CANDIDATES_PARQUET)
             write_json_atomic(out / DROPPED_JSON, [d.model_dump(mode="json") for d in result.dropped])
             kinds = [t.kind for t in result.tasks]
+            phrasing = phrasing_report([t.question for t in result.tasks], bundle.spec)
             return EnvOutcome(
                 env_id=bundle.spec.id,
                 kept=bool(result.tasks),
@@ -74,6 +79,7 @@ def synthesize_category_tasks(
                     "program": kinds.count("program"),
                     "filter_drops": len(result.dropped),
                     "seconds": round(result.seconds, 2),
+                    **{k: phrasing[k] for k in PHRASING_COUNTS},
                     **drop_counts(result.audit_summary),
                     **{f"{SHORT_PREFIX}{knob}": count for knob, count in result.shortfalls.items()},
                 },
