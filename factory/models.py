@@ -351,6 +351,13 @@ class Difficulty(Model):
     recovery: int = 0
 
 
+class Refusal(Model):
+    """A gold call that is refused on purpose: the task asks the agent to meet the refusal and recover."""
+
+    call: int  # index of the call in the gold chain
+    code: str  # the error code the tool answers with (invalid_state, insufficient_stock, ...)
+
+
 class Origin(Model):
     round: int = 0
     guideline_id: str | None = None
@@ -369,6 +376,7 @@ class Task(Model):
     capabilities: list[str] = Field(default_factory=list)
     mutates: bool = False
     gold_calls: int = 0  # tool calls the gold makes (pages and refused calls included)
+    refusals: list[Refusal] = Field(default_factory=list)  # gold calls refused on purpose (graph tasks)
     needs_pagination: bool = False  # true only when reading the first page of each listing cannot answer it
     split: Split = "train"
     origin: Origin = Field(default_factory=Origin)

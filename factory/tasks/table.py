@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from factory.models import Task
 from factory.store import write_bytes_atomic
 
-JSON_COLUMNS = ("answer", "gold", "rubric", "difficulty", "capabilities", "origin", "lineage")
+JSON_COLUMNS = ("answer", "gold", "rubric", "difficulty", "capabilities", "refusals", "origin", "lineage")
 SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -34,6 +34,7 @@ SCHEMA = pa.schema(
         ("mutates", pa.bool_()),
         ("gold_calls", pa.int64()),
         ("needs_pagination", pa.bool_()),
+        ("refusals", pa.string()),
         ("split", pa.string()),
         ("origin", pa.string()),
         ("lineage", pa.string()),

@@ -96,16 +96,21 @@ def gold_trajectory(task: Task, session_factory: SessionFactory) -> tuple[Trajec
 
 
 def run_gold(task: Task, session_factory: SessionFactory) -> GoldRun:
-    """Execute the gold and replay it as a trajectory (what scoring does). An error result in a chain, or a
-    program that raises, is an error; a program may meet an error result on purpose and handle it."""
+    """Execute the gold and replay it as a trajectory (what scoring does). An error result in a chain is an
+    error unless the task expects exactly that refusal there (`Task.refusals`), and so is an expected refusal
+    that does not come; a program that raises is an error (a program may meet an error result on purpose and
+    handle it)."""
     trajectory, error = gold_trajectory(task, session_factory)
     replay = replay_calls(session_factory, trajectory.tool_calls)
     if error is None and not isinstance(task.gold, str):
-        failed = [
-            f"call {i + 1} {c.tool}: {r.error.code}: {r.error.message}"
-            for i, (c, r) in enumerate(zip(trajectory.tool_calls, replay.results, strict=True))
-            if not r.ok and r.error
-        ]
+        expected = {r.call: r.code for r in task.refusals}
+        failed = []
+        for i, (c, r) in enumerate(zip(trajectory.tool_calls, replay.results, strict=True)):
+            code = r.error.code if not r.ok and r.error else None
+            if code is not None and expected.get(i) != code:
+                failed.append(f"call {i + 1} {c.tool}: {code}: {r.error.message if r.error else ''}")
+            elif code is None and i in expected:
+                failed.append(f"call {i + 1} {c.tool}: expected to be refused with {expected[i]}, it was not")
         error = failed[0] if failed else None
     return GoldRun(trajectory=trajectory, replay=replay, error=error)
 
