@@ -9,9 +9,11 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from factory.envs.build import build_env
 from factory.models import GateReport, StateBackend
+from factory.verify.attacks import MAX_TRIES
 
 SHOP = "online-shop"
 
@@ -47,3 +49,29 @@ def copy_bundle(bundle: Path, to: Path) -> Path:
     """A private copy of a shared bundle, for a test that changes files in it."""
     shutil.copytree(bundle, to)
     return to
+
+
+# --- rows of the online-shop seed picked by property, not by id (the seed's values change) -------------------
+
+CANCELLABLE = ("pending", "paid")  # the statuses cancel_order moves an order from
+CLOSED_PRODUCT = ("archived",)  # a product in these takes no more changes
+
+
+def open_products(seed: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The seed's products that still take changes and hold a stock, in key order."""
+    return [p for p in seed["products"] if p["status"] not in CLOSED_PRODUCT and p.get("stock") is not None]
+
+
+def cancellable_orders(seed: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The seed's orders cancel_order accepts, in key order."""
+    return [o for o in seed["orders"] if o["status"] in CANCELLABLE]
+
+
+def order_to_cancel(seed: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """A cancellable order that leaves another cancellable one among the first `MAX_TRIES` other orders: the rows
+    `attack_other_rows` and `attack_destructive` retry a cancel on (in key order), so those probes can be built."""
+    for order in cancellable_orders(seed):
+        others = [o for o in seed["orders"] if o["id"] != order["id"]][:MAX_TRIES]
+        if any(o["status"] in CANCELLABLE for o in others):
+            return order
+    raise AssertionError(f"no two cancellable orders within {MAX_TRIES + 1} rows of the seed")

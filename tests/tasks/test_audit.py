@@ -10,6 +10,7 @@ from factory.tasks.synthesize import reason_code, synthesize_tasks
 from factory.verify.attacks import ATTACKS, VARIANTS
 from factory.verify.audit import audit_task
 from factory.verify.scoring import environment_session_factory, run_gold, score_trajectory
+from tests.builders import open_products, order_to_cancel
 
 ACCEPT_ANYTHING = 'def verify(initial, final, answer):\n    return {"passed": True, "score": 1.0}\n'
 NON_EMPTY_ANSWER = (
@@ -45,7 +46,8 @@ def cancel_order(order: dict) -> Task:
 
 
 def open_order(seed: dict) -> dict:
-    return next(o for o in seed["orders"] if o["status"] not in ("cancelled", "delivered", "shipped"))
+    """An order cancel_order accepts, with another one left among the rows the attacks retry the cancel on."""
+    return order_to_cancel(seed)
 
 
 def restock_program(pid: str, stock: int) -> Task:
@@ -166,7 +168,7 @@ def test_synthesized_catalog_tasks_are_kept_only_with_every_check_passed(shop):
 
 def test_program_task_pays_one_or_zero(shop):
     bundle, sessions, seed = shop
-    p = seed["products"][1]
+    p = open_products(seed)[1]  # an archived product refuses the update
     task = restock_program(p["id"], p["stock"])
     gold = run_gold(task, sessions)
     assert gold.error is None and [c.tool for c in gold.trajectory.tool_calls] == ["get_product", "update_product"]

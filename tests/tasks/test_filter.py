@@ -11,6 +11,7 @@ from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import filter_task, ungrounded_writes
 from factory.tasks.synthesize import curate_tasks, task_id
 from factory.verify.scoring import SessionFactory
+from tests.builders import open_products
 
 
 @pytest.fixture
@@ -45,14 +46,14 @@ def with_end_state(bundle, sessions: SessionFactory, task: Task) -> Task:
 
 def test_a_good_mutation_task_is_kept(shop):
     bundle, sessions, seed = shop
-    result = filter_task(bundle, set_stock(seed["products"][0]["id"], 777), sessions)
+    result = filter_task(bundle, set_stock(open_products(seed)[0]["id"], 777), sessions)
     assert result.kept, result.reasons
     assert result.successes == 5 and result.runs == 5
 
 
 def test_initial_state_that_already_satisfies_the_task_is_dropped(shop):
     bundle, sessions, seed = shop
-    p = seed["products"][0]
+    p = open_products(seed)[0]  # an archived product would refuse the write instead
     task = Task(
         id="t",
         env_id="online-shop",
@@ -74,17 +75,19 @@ def test_initial_state_that_already_satisfies_the_task_is_dropped(shop):
 
 def test_a_gold_write_using_a_value_nobody_read_is_dropped(shop):
     bundle, sessions, seed = shop
-    pid = seed["products"][1]["id"]
-    result = filter_task(bundle, set_stock(pid, 31, question="Fix the stock of the second product."), sessions)
+    p = open_products(seed)[1]  # an archived product would refuse the write before its grounding is judged
+    stock = next(v for v in range(31, 1000) if v not in p.values())  # a value the read does not return
+    result = filter_task(bundle, set_stock(p["id"], stock, question="Fix the stock of the second product."), sessions)
     assert not result.kept
     assert result.reasons == [
-        "ungrounded_write: call 2 update_product: stock=31 is in neither the question nor an output"
+        f"ungrounded_write: call 2 update_product: stock={stock} is in neither the question nor an output"
     ]
 
 
 def test_grounding_accepts_values_from_earlier_outputs_and_rejects_later_ones(shop):
     bundle, sessions, seed = shop
-    cid, pid = seed["customers"][0]["id"], seed["products"][0]["id"]
+    cid = seed["customers"][0]["id"]
+    pid = next(p["id"] for p in open_products(seed) if p["stock"] >= 1)  # a product that can be ordered
     calls = [
         ToolCall(tool="get_customer", args={"customer_id": cid}),
         ToolCall(tool="create_order", args={"customer_id": cid, "product_id": pid, "quantity": 1}),
@@ -122,7 +125,7 @@ class FlakySolver:
 def test_validation_runs_need_two_consistent_successes(shop):
     bundle, sessions, seed = shop
     solver = FlakySolver()
-    result = filter_task(bundle, set_stock(seed["products"][2]["id"], 555), sessions, solver=solver)
+    result = filter_task(bundle, set_stock(open_products(seed)[2]["id"], 555), sessions, solver=solver)
     assert solver.calls == 5
     assert not result.kept
     assert result.reasons == ["unstable: 1/5 validation runs passed, 1 reached the same end state (need 2)"]
@@ -130,7 +133,7 @@ def test_validation_runs_need_two_consistent_successes(shop):
 
 def test_curate_gives_content_ids_and_counts_reasons(shop):
     bundle, sessions, seed = shop
-    pid = seed["products"][0]["id"]
+    pid = open_products(seed)[0]["id"]
     good = with_end_state(bundle, sessions, set_stock(pid, 901))
     tasks = [good, good.model_copy(), set_stock(pid, 902, question="Fix that stock.")]
     result = curate_tasks(bundle, tasks, sessions)

@@ -26,6 +26,7 @@ from factory.verify.attacks import (
 from factory.verify.audit import audit_task
 from factory.verify.scoring import replay_calls, run_gold
 from factory.verify.state import canonical_state_hash, state_diff
+from tests.builders import cancellable_orders, open_products, order_to_cancel
 
 ORDER_STATUSES = ["pending", "paid", "shipped", "delivered", "cancelled"]
 
@@ -105,8 +106,9 @@ def verifier(
 
 
 def cancel_task(seed: dict[str, list[dict[str, Any]]]) -> Task:
-    """Cancel an open order on the first page of orders, after looking up its customer."""
-    order = next(o for o in seed["orders"][:20] if o["status"] in ("pending", "paid"))
+    """Cancel an open order, after listing orders and looking up its customer. The order leaves another open one
+    among the rows the attacks retry the cancel on, so every attack on other rows is built."""
+    order = order_to_cancel(seed)
     return Task(
         id="cancel",
         env_id="online-shop",
@@ -135,7 +137,7 @@ def stock_task(seed: dict[str, list[dict[str, Any]]]) -> Task:
 
 
 def restock_task(seed: dict[str, list[dict[str, Any]]]) -> Task:
-    p = seed["products"][1]
+    p = open_products(seed)[1]  # an archived product refuses the update
     return Task(
         id="restock",
         env_id="online-shop",
@@ -225,6 +227,9 @@ def test_a_program_task_with_a_precise_verifier_is_kept(shop):
                 "attack_destructive_passes",
                 "attack_spray_passes",
                 "attack_every_mutator_passes",
+                # the cancel also gives the order's quantity back to its product: a state with that stock
+                # return undone, changed or doubled leaves the order cancelled, so this verifier pays it too
+                "attack_state_mutants_passes",
             },
         ),
         ({"answer": "contains"}, {"attack_dump_passes", "attack_hedge_passes"}),
@@ -295,7 +300,7 @@ def test_state_attacks_add_writes_that_took_effect_and_replay_to_their_end_state
         assert p.calls is not None and p.calls[:n_gold] == task.gold
         assert [c.tool for c in p.calls[n_gold:]] == ["cancel_order"] and p.calls[-1].args["order_id"] != cancelled
     (spray,) = probes.named("attack_spray")
-    open_orders = [o for o in seed["orders"] if o["status"] in ("pending", "paid")]
+    open_orders = cancellable_orders(seed)
     assert spray.calls is not None and len(spray.calls) - n_gold == len(open_orders) - 1  # the others that can be
     destructive = {p.calls[-1].tool for p in probes.named("attack_destructive") if p.calls}
     assert destructive == {"cancel_order", "update_product"}  # a transition, and a status update elsewhere
