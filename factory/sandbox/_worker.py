@@ -814,14 +814,14 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in {cfg["rfd"], cfg["wfd"], 0, 1}:
         os.dup2(devnull, fd)  # tool code printing must never write into the protocol
+    for name in PRELOADED:  # before confinement: the interpreter's library may be unreadable after it
+        importlib.import_module(name)
     report = confine(cfg, rfd, wfd)
     MYPID = os.getpid()
     KILL_STRAYS = report["unprivileged_uid"]
     if report["pid_namespace"] and report["private_proc"]:
         LAST_PID_FD = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY)
     sys.setrecursionlimit(2000)
-    for name in PRELOADED:
-        importlib.import_module(name)
     serve(Channel(rfd, wfd), report)
 
 
