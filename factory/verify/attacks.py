@@ -216,11 +216,17 @@ class _Case:
                             where.append((table, column))
         return out
 
-    def untouched(self, table: str) -> list[Any]:
-        """Keys of the seed rows the gold left alone, in key order."""
+    def untouched(self, table: str, like: Any = None) -> list[Any]:
+        """Keys of the seed rows the gold left alone, in key order; with `like` (the key of a row the gold
+        wrote), the rows sharing most of that row's values first, so that a write the gold made is retried on
+        rows that take it (an open order, not a cancelled one) before the tries run out."""
         key = self.keys.get(table, "id")
         touched = self.touched.get(table, set())
-        return [r.get(key) for r in self.initial.tables.get(table, []) if _key(r.get(key)) not in touched]
+        rows = [r for r in self.initial.tables.get(table, []) if _key(r.get(key)) not in touched]
+        model = next((r for r in self.initial.tables.get(table, []) if r.get(key) == like), None)
+        if model is not None:
+            rows.sort(key=lambda r: -sum(r.get(f) == v for f, v in model.items() if f != key))
+        return [r.get(key) for r in rows]
 
     def id_args(self, call: ToolCall) -> list[tuple[str, str]]:
         """(parameter, table) of each argument that names a row by its key."""
@@ -650,7 +656,7 @@ def _other_rows(case: _Case) -> list[Probe] | str:
         return "the gold makes no write that names a row"
     probes = []
     for call, (param, table) in writes:
-        others = _retargeted(call, param, case.untouched(table)[:MAX_TRIES])
+        others = _retargeted(call, param, case.untouched(table, like=call.args.get(param))[:MAX_TRIES])
         p = case.extra_writes("attack_other_rows", lambda kept: f"also {_describe(kept[-1:])}", [others])
         probes += [p] if p else []
     return probes or "no gold write took effect on another row"

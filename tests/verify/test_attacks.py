@@ -415,3 +415,22 @@ def test_wrong_answers_state_something_else():
         '{"count": 4, "names": ["a zq", "b zq"]}',
         "I could not find it.",
     ]
+
+
+def test_a_write_is_retried_on_rows_like_the_one_it_changed_first(shop):
+    """Whichever open order the gold cancels, the retry on other rows lands on an open one (rows sharing the
+    changed row's values come first), even when the first rows in id order are all closed."""
+    bundle, sessions, seed = shop
+    open_ids = {o["id"] for o in cancellable_orders(seed)}
+    for order in (cancellable_orders(seed)[-1], cancellable_orders(seed)[0]):
+        task = Task(
+            id=f"cancel-{order['id']}",
+            env_id="online-shop",
+            kind="graph",
+            question=f"Cancel order {order['id']}.",
+            gold=[ToolCall(tool="cancel_order", args={"order_id": order["id"]})],
+            mutates=True,
+        )
+        probes = build_probes(bundle, task, run_gold(task, sessions), sessions)
+        (other,) = probes.named("attack_other_rows")
+        assert other.calls is not None and other.calls[-1].args["order_id"] in open_ids - {order["id"]}
