@@ -21,7 +21,7 @@ from factory.models import CheckResult, Model, Snapshot, Task, Verdict
 from factory.verify.attacks import ATTACKS, VARIANTS, Probe, build_probes
 from factory.verify.code import Runner
 from factory.verify.rubric import RubricReward
-from factory.verify.scoring import GoldRun, SessionFactory, VerdictCache, judge, run_gold
+from factory.verify.scoring import GoldRun, SessionFactory, VerdictCache, judge, judge_each, run_gold
 from factory.verify.state import canonical_state_hash
 
 __all__ = ["AuditResult", "audit_task"]
@@ -94,10 +94,12 @@ def audit_task(
         return AuditResult(kept=False, reasons=[_reason(check)], checks=[check])
     checks = [CheckResult(name="gold", passed=True, detail="the gold run passes")]
     probes = build_probes(bundle, task, gold, session_factory)
-    for name in (*VARIANTS, *ATTACKS):
-        checks.append(
-            _probe_check(name, probes.named(name), probes.skipped.get(name), lambda p: verdict(p.final, p.answer))
-        )
+    names = (*VARIANTS, *ATTACKS)
+    every = [p for name in names for p in probes.named(name)]
+    judged = judge_each(task, initial, [(p.final, p.answer) for p in every], rubric_reward, runner, cache)
+    by_probe = {id(p): v for p, v in zip(every, judged, strict=True)}
+    for name in names:
+        checks.append(_probe_check(name, probes.named(name), probes.skipped.get(name), lambda p: by_probe[id(p)]))
     again = run_gold(task, session_factory)
     replayed = judge(
         task, again.replay.initial, again.replay.final, again.trajectory.final_answer, rubric_reward, runner

@@ -116,6 +116,22 @@ def default_runner() -> Runner:
     return run_function
 
 
+def _run(runner: Runner | None, source: str, entry: str, kwargs: dict[str, Any]) -> tuple[Any, Verdict | None]:
+    """`entry(**kwargs)` of `source` through the runner: its value, or the failed verdict that says why not."""
+    run = runner or default_runner()
+    try:
+        value = run(source, entry, kwargs)
+    except Exception as e:  # the runner's fault must not take the caller down
+        return None, _failed("verifier_error", f"{type(e).__name__}: {e}")
+    if isinstance(value, ToolResult):
+        if not value.ok:
+            err = value.error
+            where = "sandbox fault" if value.env_error else "verifier raised"
+            return None, _failed("verifier_error", f"{where}: {err.code}: {err.message}" if err else where)
+        value = value.value
+    return value, None
+
+
 def run_code_verifier(
     source: str,
     initial: Snapshot | Tables,
@@ -129,15 +145,52 @@ def run_code_verifier(
     if problems:
         return _failed("verifier_source", "; ".join(problems))
     kwargs = {"initial": plain_state(initial), "final": plain_state(final), "answer": answer}
-    run = runner or default_runner()
-    try:
-        value = run(source, ENTRY, kwargs)
-    except Exception as e:  # the runner's fault must not take the caller down
-        return _failed("verifier_error", f"{type(e).__name__}: {e}")
-    if isinstance(value, ToolResult):
-        if not value.ok:
-            err = value.error
-            where = "sandbox fault" if value.env_error else "verifier raised"
-            return _failed("verifier_error", f"{where}: {err.code}: {err.message}" if err else where)
-        value = value.value
-    return verdict_from_result(value)
+    value, failed = _run(runner, source, ENTRY, kwargs)
+    return failed or verdict_from_result(value)
+
+
+BATCH_ENTRY = "__verify_each__"
+BATCH_SIZE = 16  # verdicts per sandbox call: one start and one load of the verifier for all of them
+_BATCH_SOURCE = f"""
+
+def {BATCH_ENTRY}(initial, cases):
+    import json as _json
+
+    out = []
+    for final, answer in cases:
+        try:
+            out.append({{"ok": {ENTRY}(initial=_json.loads(initial), final=final, answer=answer)}})
+        except Exception as e:
+            out.append({{"raised": type(e).__name__ + ": " + str(e)}})
+    return out
+"""
+
+
+def run_code_verifier_each(
+    source: str,
+    initial: Snapshot | Tables,
+    cases: list[tuple[Snapshot | Tables, Any]],
+    runner: Runner | None = None,
+) -> list[Verdict]:
+    """`run_code_verifier` for many (final, answer) pairs against one initial state, BATCH_SIZE per sandbox
+    call. Each case gets its own copy of the initial state, so a verifier that changes its input cannot
+    change the next verdict; an exception fails only its case; a sandbox fault fails its batch."""
+    problems = check_verifier_source(source)
+    if problems:
+        return [_failed("verifier_source", "; ".join(problems)) for _ in cases]
+    start = json.dumps(plain_state(initial))
+    verdicts: list[Verdict] = []
+    for i in range(0, len(cases), BATCH_SIZE):
+        batch = [[plain_state(final), answer] for final, answer in cases[i : i + BATCH_SIZE]]
+        value, failed = _run(runner, source + _BATCH_SOURCE, BATCH_ENTRY, {"initial": start, "cases": batch})
+        if failed is None and not (isinstance(value, list) and len(value) == len(batch)):
+            failed = _failed("verifier_result", f"the batch returned {type(value).__name__}, not {len(batch)} results")
+        if failed is not None:
+            verdicts += [failed] * len(batch)
+            continue
+        for item in value:
+            if isinstance(item, dict) and "raised" in item:
+                verdicts.append(_failed("verifier_error", f"verifier raised: exception: {item['raised']}"))
+            else:
+                verdicts.append(verdict_from_result(item.get("ok") if isinstance(item, dict) else item))
+    return verdicts

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any, Literal
 
 from factory.models import CheckResult, RubricCheck, Snapshot, Verdict
@@ -19,6 +20,15 @@ RubricReward = Literal["all", "mean"]
 
 def value_matches(expected: Any, actual: Any) -> bool:
     """A state value equals a rubric value: lenient like answers, and SQLite's 0/1 stand for booleans."""
+    if isinstance(expected, list | dict) or isinstance(actual, list | dict):
+        return answers_match(expected, actual)
+    return _scalar_matches(expected, actual)
+
+
+@lru_cache(maxsize=1 << 16, typed=True)
+def _scalar_matches(expected: Any, actual: Any) -> bool:
+    """value_matches for two scalars, remembered: a rubric's `where` is matched against every row of every
+    state the audit judges, mostly the same values again (the lenient match parses numbers and dates)."""
     if isinstance(expected, bool) and isinstance(actual, int) and not isinstance(actual, bool) and actual in (0, 1):
         return bool(actual) is expected
     return answers_match(expected, actual)

@@ -19,7 +19,7 @@ from factory.envs.bundle import Bundle
 from factory.models import Snapshot, Task, ToolCall, ToolResult, Trajectory, Verdict
 from factory.sandbox import SandboxPool
 from factory.store import hash_value
-from factory.verify.code import Runner, run_code_verifier
+from factory.verify.code import Runner, run_code_verifier_each
 from factory.verify.rubric import RubricReward, rubric_verdict
 
 RUBRIC_REWARD_ENV = "FACTORY_RUBRIC_REWARD"
@@ -142,17 +142,33 @@ def judge(
 ) -> Verdict:
     """The task's verdict on two states and an answer. A code verifier (program tasks, or any task that
     carries one) runs in the sandbox and pays 1/0; otherwise the rubric decides with the reward rule."""
-    if task.verifier:
-        key = hash_value({"v": task.verifier, "i": initial, "f": final, "a": answer}) if cache is not None else ""
-        cached = cache.get(key) if cache is not None else None
-        if cached is not None:
-            return cached
-        verdict = run_code_verifier(task.verifier, initial, final, answer, runner=runner)
-        verdict = verdict.model_copy(update={"score": 1.0 if verdict.passed else 0.0})
+    return judge_each(task, initial, [(final, answer)], rubric_reward, runner, cache)[0]
+
+
+def judge_each(
+    task: Task,
+    initial: Snapshot,
+    cases: Sequence[tuple[Snapshot, str | None]],
+    rubric_reward: RubricReward = "all",
+    runner: Runner | None = None,
+    cache: VerdictCache | None = None,
+) -> list[Verdict]:
+    """`judge` for many (final state, answer) pairs from one initial state, in order. A code verifier judges
+    the ones not in `cache` in as few sandbox calls as it can (factory/verify/code.py)."""
+    if not task.verifier:
+        return [rubric_verdict(task.rubric, initial, final, answer, reward=rubric_reward) for final, answer in cases]
+    keys = [
+        hash_value({"v": task.verifier, "i": initial, "f": final, "a": answer}) if cache is not None else ""
+        for final, answer in cases
+    ]
+    verdicts: list[Verdict | None] = [cache.get(k) if cache is not None else None for k in keys]
+    todo = [i for i, v in enumerate(verdicts) if v is None]
+    fresh = run_code_verifier_each(task.verifier, initial, [cases[i] for i in todo], runner=runner)
+    for i, verdict in zip(todo, fresh, strict=True):
+        verdicts[i] = verdict.model_copy(update={"score": 1.0 if verdict.passed else 0.0})
         if cache is not None:
-            cache.put(key, verdict)
-        return verdict
-    return rubric_verdict(task.rubric, initial, final, answer, reward=rubric_reward)
+            cache.put(keys[i], verdicts[i])  # type: ignore[arg-type]  # set just above
+    return [v for v in verdicts if v is not None]
 
 
 def environment_session_factory(

@@ -42,9 +42,14 @@ class ColumnFilter:
     def __init__(self, bookkeeping: Iterable[str] = (), timestamp_columns: Iterable[str] = TIMESTAMP_COLUMNS):
         patterns = [p if "." in p else f"*.{p}" for p in bookkeeping]
         self.patterns = (*patterns, *(f"*.{c}" for c in timestamp_columns))
+        self._ignored: dict[tuple[str, str], bool] = {}
 
     def ignored(self, table: str, column: str) -> bool:
-        return _matches(self.patterns, f"{table}.{column}")
+        key = (table, column)
+        found = self._ignored.get(key)
+        if found is None:
+            found = self._ignored[key] = _matches(self.patterns, f"{table}.{column}")
+        return found
 
     def table_ignored(self, table: str) -> bool:
         """A whole table is bookkeeping ("audit_log.*"): even its row count does not matter."""
@@ -66,8 +71,13 @@ def json_leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
+_PLAIN = (str, int, bool)  # returned as they are (exact types: a subclass still goes the long way)
+
+
 def normalize_value(value: Any) -> Any:
     """Equal values compare and hash equal: integral floats become ints, containers recurse."""
+    if value is None or type(value) in _PLAIN:
+        return value
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     if isinstance(value, Mapping):

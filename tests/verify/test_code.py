@@ -10,7 +10,14 @@ import pytest
 
 from factory.models import Snapshot, ToolError, ToolResult
 from factory.sandbox import Limits, run_function
-from factory.verify.code import check_verifier_source, plain_state, run_code_verifier, verdict_from_result
+from factory.verify.code import (
+    BATCH_SIZE,
+    check_verifier_source,
+    plain_state,
+    run_code_verifier,
+    run_code_verifier_each,
+    verdict_from_result,
+)
 
 COUNT_ORDERS = """
 def verify(initial, final, answer):
@@ -138,3 +145,41 @@ def test_default_runner_is_the_sandbox():
     pid = os.getpid()
     escape = f"import os\ndef verify(initial, final, answer):\n    return {{'passed': os.getpid() == {pid}}}"
     assert not run_code_verifier(escape, INITIAL, FINAL, None).passed  # it ran in another process
+
+
+TOUCHY = """
+def verify(initial, final, answer):
+    if answer == "boom":
+        raise ValueError("no")
+    ok = answer == "2" and len(initial["orders"]) == 1 and len(final.get("orders", [])) == 2
+    initial["orders"].clear()  # a verifier that changes its input: the next case must not see it
+    return {"passed": ok}
+"""
+
+
+def test_many_verdicts_in_few_calls_each_on_its_own_initial_state():
+    calls = []
+
+    def counting(source: str, entry: str, kwargs: dict[str, Any]) -> ToolResult:
+        calls.append(entry)
+        return sandboxed(source, entry, kwargs)
+
+    answers = ["2", "boom", "3", *(["2"] * (BATCH_SIZE + 1))]
+    cases = [(FINAL, a) for a in answers]
+    verdicts = run_code_verifier_each(TOUCHY, INITIAL, cases, runner=counting)
+    assert len(calls) == 2  # BATCH_SIZE + 4 cases
+    assert [v.passed for v in verdicts] == [a == "2" for a in answers]
+    assert verdicts[1].checks[0].name == "verifier_error" and "ValueError: no" in verdicts[1].checks[0].detail
+    one_by_one = [run_code_verifier(TOUCHY, INITIAL, f, a, runner=sandboxed) for f, a in cases[:3]]
+    assert [v.passed for v in one_by_one] == [v.passed for v in verdicts[:3]]
+    assert verdicts[2] == one_by_one[2]
+    assert INITIAL.tables["orders"] == [{"id": 1, "total": 70}]
+
+
+def test_a_batch_the_sandbox_cannot_run_fails_each_of_its_cases():
+    broken = run_code_verifier_each(TOUCHY, INITIAL, [(FINAL, "2")] * 3, runner=lambda *a: ToolResult(ok=False))
+    assert [v.passed for v in broken] == [False] * 3
+    assert (
+        run_code_verifier_each("def nope():\n    pass\n", INITIAL, [(FINAL, "2")], runner=sandboxed)[0].checks[0].name
+        == "verifier_source"
+    )
