@@ -522,7 +522,14 @@ def compose_goal(goal: Goal, rng: random.Random, style: Style) -> str:
             lead = p.pick("Go through {s}.", "Take {s}.").format(s=subject)
             sentences.append(f"{lead} For each one: if {check}, {act}; otherwise {other}.")
         if goal.fallback_report:
-            sentences.append(f"Where that is refused, leave the {n} as it is and give its ID in your answer.")
+            sentences.append(
+                p.pick(
+                    "Where that is refused, leave the {n} as it is and give its ID in your answer (only the IDs of "
+                    "the {ns} refused).",
+                    "If the system refuses that for one of them, leave that {n} as it is; in your answer, list the "
+                    "IDs of the refused {ns} and no other {n} IDs.",
+                ).format(n=n, ns=ns)
+            )
     report = []
     for what, name in goal.report:
         if what == "count":

@@ -17,6 +17,13 @@ One task comes from one weighted random walk over the tool graph:
    the gold's fail (a read-only chain: the state must not change).
 A chain is kept only when it is solvable: every value a write uses appears in the question or in the
 output of an earlier call, and the question names no tool; and when echoing the question cannot pass it.
+
+Recovery (`Knobs.recovery`): a goal's records are then chosen without regard to whether its write is allowed on
+them (a scratch session tries it on each), so the environment refuses it on some (a state that takes no change,
+a transition the status does not allow, a balance or supply that does not cover it). The gold makes each refused
+call (`Task.refusals`: its index and error code, replayed as expected), leaves the record as it is, and the
+question asks, in its fallback, for the refused records' IDs: the answer lists them, with every other ID of
+the table (those acted on first) as competitors, so a run that skips the checking and guesses fails.
 """
 
 from __future__ import annotations
@@ -24,8 +31,8 @@ from __future__ import annotations
 import random
 import re
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -41,6 +48,7 @@ from factory.models import (
     EnvSpec,
     FieldSpec,
     Lineage,
+    Refusal,
     RubricCheck,
     Snapshot,
     Task,
@@ -101,6 +109,7 @@ class Step:
     constraint: str | None = None
     pages: int = 1
     uses: set[int] = field(default_factory=set)  # earlier steps whose records this one drew on
+    refused: str | None = None  # the error code the environment refuses this step's write with (recovery)
 
 
 class _WalkFailed(Exception):
@@ -940,13 +949,20 @@ class GraphTaskSynthesizer:
             if rows:
                 writes = [w for w in self.writes_for(entity, rows[0]) if knobs.chain_length > 1]
             write = rng.choice(writes) if writes and rng.random() < 0.85 else None
+            # Recovery: the records are chosen without regard to whether the write is allowed on them; the
+            # environment refuses it on some, and the goal says what to do then.
+            recovering = knobs.recovery >= 1 and write is not None
             enums = [
                 p
                 for p in sorted(props)
-                if p not in GENERIC_PARAMS and props[p].get("enum") and self.field_spec(entity, p)
+                if p not in GENERIC_PARAMS
+                and props[p].get("enum")
+                and self.field_spec(entity, p)
+                and not (recovering and write is not None and p == write[1].field)
             ]
             if (
                 write is not None
+                and not recovering
                 and write[1].kind == "transition"
                 and write[0].operation
                 and write[0].operation.from_values
@@ -973,14 +989,22 @@ class GraphTaskSynthesizer:
             calls, results, items = self.read_all(session, list_tool, server)
             pages = len(calls)
             pool = [r for r in items if all(_meets(r, c) for c in conditions)]
-            if write is not None:
+            outcome: dict[str, str | None] = {}  # recovery: row key -> refusal code (None: the write applies)
+            if recovering and write is not None:
+                write = self.refusable(write, pool, entity)
+                outcome = self.probe_writes(write, pool, entity)
+                pool = [r for r in pool if canonical_json(r.get(pk)).decode() in outcome]
+            elif write is not None:
                 pool = [r for r in pool if self.applies(write[0], write[1], r, entity)]
             # How many records to act on: enough for the chain-length floor, a threshold to single them out.
             used = sum(len(s.calls) for s in steps) + pages
             want = max(1, target - used) + rng.randint(0, max(1, target))
             threshold = None
             if len(pool) > want or (knobs.constraints >= 2 and len(pool) > 1):
-                threshold = self.threshold(entity, pool, min(want, len(pool) - 1) if len(pool) > 1 else 1)
+                k = min(want, len(pool) - 1) if len(pool) > 1 else 1
+                threshold = self.threshold(entity, pool, k)
+                if recovering:
+                    threshold = self.mixing_threshold(entity, pool, k, threshold, outcome, knobs)
                 if threshold is not None:
                     conditions.append(threshold)
                     constraints.append(f"{threshold.field} {threshold.op} {threshold.value}")
@@ -1000,6 +1024,7 @@ class GraphTaskSynthesizer:
             set_step.uses = {0} if steps else set()
             steps.append(set_step)
             acted: list[dict[str, Any]] = []
+            rejected: list[dict[str, Any]] = []  # records the environment refused the write for
             branch = otherwise = None
             if write is not None and (target >= 6 and rng.random() < 0.7):
                 branch, otherwise, lookup = self.branch_for(entity, pool, write, anchor_entity)
@@ -1043,9 +1068,12 @@ class GraphTaskSynthesizer:
                         continue
                     tool, action = chosen
                     args = self.write_args(tool, entity, action, r)
-                    record = self.call(session, tool, args)
+                    if recovering:
+                        record, refused = self.refusable_call(session, tool, args)
+                    else:
+                        record, refused = self.call(session, tool, args), None
                     kind = operation_kind(tool) or "action"
-                    kept = record if isinstance(record, dict) and action.kind != "delete" else None
+                    kept = record if isinstance(record, dict) and action.kind != "delete" and not refused else None
                     step = Step(
                         tool,
                         kind,
@@ -1056,8 +1084,11 @@ class GraphTaskSynthesizer:
                         Intent(kind="update", entity=entity.name),
                     )
                     step.uses = {set_index}
+                    step.refused = refused
                     steps.append(step)
-                    if chosen is write:
+                    if refused:
+                        rejected.append(r)
+                    elif chosen is write:
                         acted.append(r)
                 if branch is not None and not acted:
                     raise _WalkFailed("the branch acts on nothing")
@@ -1070,17 +1101,24 @@ class GraphTaskSynthesizer:
             branch=branch,
             otherwise=otherwise[1] if otherwise else None,
             every_page=pages > 1,
+            fallback_report=bool(rejected),
         )
         answer_values: dict[str, Any] = {}
         competitors: dict[str, list[Any]] = {}
         count = len(acted) if write is not None else len(pool)
-        near = self.near_misses(entity, anchor_row, conditions, server, write)
+        codes = {s.refused for s in steps if s.refused}
+        rule = self.refusal_rule(write, codes)
+        if codes:  # the environment's rule the goal has the solver meet (and recover from)
+            constraints.append(f"{rule.field if rule else 'state'} allows the change")
+        near = self.near_misses(entity, anchor_row, [*conditions, *([rule] if rule else [])], server, write)
         if write is None or rng.random() < 0.6:
             goal.report.append(("count", ""))
             answer_values["count"] = count
             competitors["count"] = (
                 [count - 1, count + 1, count + len(near)] if count > 1 else [count + 1, count + len(near)]
             )
+            if rejected:
+                competitors["count"].append(count + len(rejected))  # the refused calls counted as done
         numeric = [
             f.name for f in entity.fields if f.type == "number" and not self.ignored(entity, f.name) and f.name != pk
         ]
@@ -1100,6 +1138,16 @@ class GraphTaskSynthesizer:
                 competitors[f"{anchor_entity.name} {label}"] = [
                     r.get(label) for r in self.rows(anchor_entity) if r is not anchor_row
                 ]
+        if rejected:
+            # The fallback's report: the refused records' ids; every other id of the table competes (an answer
+            # that names the records acted on too, or all of them, did not check which were refused).
+            refused_ids = sorted({r[pk] for r in rejected}, key=str)
+            key = f"{entity.name} ids refused"
+            answer_values[key] = refused_ids if len(refused_ids) > 1 else refused_ids[0]
+            mine = {canonical_json(v) for v in refused_ids}
+            own = [r[pk] for r in acted] + [r[pk] for r in pool]
+            others = own + [r.get(pk) for r in self.rows(entity)]
+            competitors[key] = [v for v in dict.fromkeys(others) if canonical_json(v) not in mine]
         if not answer_values and write is None:
             raise _WalkFailed("nothing to report")
         question = compose_goal(goal, rng, style)
@@ -1109,11 +1157,109 @@ class GraphTaskSynthesizer:
             pages=max(s.pages for s in steps),
             constraints=constraints,
             distractors=len(near),
-            recovery=0,
+            recovery=sum(s.refused is not None for s in steps),
         )
         return self.finish(
             steps, question, answer_values, competitors, final, difficulty, pages > 1 or any(s.pages > 1 for s in steps)
         )
+
+    # --- recovery: writes the environment refuses ----------------------------------------------
+
+    def refusable(
+        self, write: tuple[ToolSpec, Action], pool: list[dict[str, Any]], entity: EntitySpec
+    ) -> tuple[ToolSpec, Action]:
+        """The write, with a decrement's amount set between the records' values when the field may not go below
+        zero (some records have enough, the others are refused)."""
+        tool, action = write
+        if action.kind != "adjust" or action.sign > 0 or not self.non_negative(entity, action.field):
+            return write
+        values = sorted({v for r in pool if isinstance(v := r.get(action.field or ""), int | float) and v > 0})
+        if len(values) < 2:
+            return write
+        k = max(1, min(len(values) - 1, len(values) // 3 + self.rng.randint(0, 1)))
+        amount = _nice_threshold(values[k], values[k - 1], "min", False)
+        if not isinstance(amount, int | float) or amount <= 0 or not values[k - 1] < amount <= values[k]:
+            return write
+        props = tool.parameters.get("properties") or {}
+        op = tool.operation
+        integer = (props.get((op.amount_param if op else None) or "amount") or {}).get("type") == "integer"
+        if integer and not float(amount).is_integer():
+            return write
+        return tool, replace(action, value=int(amount) if integer else float(amount))
+
+    def refusal_rule(self, write: tuple[ToolSpec, Action] | None, codes: set[str]) -> Condition | None:
+        """The rule a refused write breaks, as a condition on the record (a transition's allowed statuses, a
+        decrement's amount): the records meeting the goal's conditions but not this one are near misses."""
+        if write is None:
+            return None
+        tool, action = write
+        op = tool.operation
+        if action.kind == "transition" and op is not None and op.from_values and "invalid_transition" in codes:
+            return Condition(action.field or "status", "in", sorted(op.from_values))
+        insufficient = any(c.startswith("insufficient_") for c in codes)
+        if action.kind == "adjust" and action.sign < 0 and isinstance(action.value, int | float) and insufficient:
+            return Condition(action.field or "", "min", action.value)
+        return None
+
+    def probe_writes(
+        self, write: tuple[ToolSpec, Action], pool: list[dict[str, Any]], entity: EntitySpec
+    ) -> dict[str, str | None]:
+        """What the write does to each record, tried in a scratch session (each record once, so one try does not
+        change another's record): None where it changes the record, the error code where the environment refuses
+        it (a state, a transition or a supply rule); a record where it does neither is left out."""
+        tool, action = write
+        out: dict[str, str | None] = {}
+        with self.session_factory() as session:
+            for r in pool:
+                key = canonical_json(r.get(entity.primary_key)).decode()
+                result = session.call(tool.name, self.write_args(tool, entity, action, r))
+                if result.ok and not (isinstance(result.value, dict) and "error" in result.value):
+                    if self.applies(tool, action, r, entity):
+                        out[key] = None
+                elif not result.ok and result.error is not None and _refusal(result.error.code):
+                    out[key] = result.error.code
+        return out
+
+    def mixing_threshold(
+        self,
+        entity: EntitySpec,
+        pool: list[dict[str, Any]],
+        k: int,
+        first: Condition | None,
+        outcome: dict[str, str | None],
+        knobs: Knobs,
+    ) -> Condition | None:
+        """A threshold whose records mix refused and allowed ones (`mixed`); else, of the few tried, the one
+        with the smallest share of refused records that still has some of both."""
+        pk = entity.primary_key
+        best: tuple[float, Condition] | None = None
+        threshold = first
+        for i in range(8):
+            if threshold is not None:
+                kept = [r for r in pool if _meets(r, threshold)]
+                if self.mixed(kept, outcome, knobs, pk):
+                    return threshold
+                refused = sum(outcome.get(canonical_json(r.get(pk)).decode()) is not None for r in kept)
+                share = refused / len(kept) if kept else 1.0
+                if knobs.recovery <= refused < len(kept) and (best is None or share < best[0]):
+                    best = (share, threshold)
+            threshold = self.threshold(entity, pool, k if i % 2 else max(1, min(len(pool) - 1, k + k // 2)))
+        return best[1] if best is not None else first
+
+    def mixed(self, pool: list[dict[str, Any]], outcome: dict[str, str | None], knobs: Knobs, pk: str) -> bool:
+        """`pool` holds at least `knobs.recovery` records the write is refused for, and more it applies to."""
+        refused = sum(outcome.get(canonical_json(r.get(pk)).decode()) is not None for r in pool)
+        return knobs.recovery <= refused <= max(knobs.recovery, (len(pool) - 1) // 2)
+
+    def refusable_call(self, session: Session, tool: ToolSpec, args: dict[str, Any]) -> tuple[Any, str | None]:
+        """Make the call: (its result, None), or ({"error": code}, code) when the environment refuses it on a
+        state, transition or supply rule (any other failure abandons the goal)."""
+        result = session.call(tool.name, args)
+        if result.ok and not (isinstance(result.value, dict) and "error" in result.value):
+            return result.value, None
+        if not result.ok and result.error is not None and _refusal(result.error.code):
+            return {"error": result.error.code}, result.error.code
+        raise _WalkFailed(f"{tool.name} failed")
 
     def branch_for(
         self,
@@ -1267,10 +1413,17 @@ class GraphTaskSynthesizer:
                 raise _WalkFailed("below a floor")
             if len(difficulty.constraints) < knobs.constraints or difficulty.distractors < knobs.distractors:
                 raise _WalkFailed("below a floor")
+            if difficulty.recovery < knobs.recovery:
+                raise _WalkFailed("below the recovery floor")
+        refusals, at = [], 0
+        for s in steps:
+            if s.refused is not None:
+                refusals.append(Refusal(call=at, code=s.refused))  # a refused step is one call
+            at += len(s.calls)
         mutates = any(s.tool.mutates for s in steps)
         checks = self.state_checks(steps, final)
         end_state = end_state_check(self.spec, self.seed, final)
-        replay_results, replay_final = self.replay(gold)
+        replay_results, replay_final = self.replay(gold, refusals)
         if not run_check(end_state, self.seed, replay_final, None).passed:
             raise _WalkFailed("the gold's end state differs on replay")
         if canonical_json(replay_results) != canonical_json([r for s in steps for r in s.results]):
@@ -1291,7 +1444,11 @@ class GraphTaskSynthesizer:
         for k, v in answer_values.items():
             check = RubricCheck(kind="answer_contains", value=v, description=f"answer states the {k}")
             said = [question] if k == "count" else stated
-            check.competitors = [c for c in _others(v, competitors.get(k, [])) if not _stated(said, c)]
+            if k.endswith(" ids refused"):  # the records acted on come first, whatever the table's size
+                near = [c for c in competitors.get(k, []) if not _stated(said, c)]
+                check.competitors = list(dict.fromkeys(near))[:MAX_COMPETITORS]
+            else:
+                check.competitors = [c for c in _others(v, competitors.get(k, [])) if not _stated(said, c)]
             if k == "count":  # a count's neighbours always compete (0 included)
                 near = [x for x in (v - 1, v + 1) if x >= 0 and not _stated(said, x) and x not in check.competitors]
                 check.competitors = near + check.competitors
@@ -1319,6 +1476,7 @@ class GraphTaskSynthesizer:
             mutates=mutates,
             gold_calls=len(gold),
             needs_pagination=needs_pagination,
+            refusals=refusals,
             lineage=self.lineage,
         )
 
@@ -1400,7 +1558,7 @@ class GraphTaskSynthesizer:
             for r in [*d.changed, *d.added, *d.removed]
         }
         for s in steps:
-            if s.tool.mutates and s.entity is not None:
+            if s.tool.mutates and s.entity is not None and s.refused is None:
                 entity = self.entities[s.entity]
                 args = s.calls[0].args
                 own = [v for p, v in sorted(args.items()) if self.target_entity(s.tool, p) == entity.name]
@@ -1421,15 +1579,18 @@ class GraphTaskSynthesizer:
                 checks.append(RubricCheck(kind="row_absent", table=table, where=where))
         return checks
 
-    def replay(self, gold: list[ToolCall]) -> tuple[list[Any], Snapshot]:
-        """Run the gold chain in a fresh session; a call that fails there discards the chain."""
+    def replay(self, gold: list[ToolCall], refusals: Sequence[Refusal] = ()) -> tuple[list[Any], Snapshot]:
+        """Run the gold chain in a fresh session; a call that fails there discards the chain, unless it is an
+        expected refusal, which must come with its code."""
+        expected = {r.call: r.code for r in refusals}
         out = []
         with self.session_factory() as session:
-            for c in gold:
+            for i, c in enumerate(gold):
                 r = session.call(c.tool, c.args)
-                if not r.ok:
-                    raise _WalkFailed(f"replay: {c.tool} failed")
-                out.append(r.value)
+                code = None if r.ok else (r.error.code if r.error is not None else "error")
+                if code != expected.get(i):
+                    raise _WalkFailed(f"replay: {c.tool} failed" if code else f"replay: {c.tool} was not refused")
+                out.append({"error": code} if code else r.value)
             return out, session.snapshot()
 
     def stable_asks(self, steps: list[Step], asks: list[Ask], replayed: list[Any]) -> list[Ask]:
@@ -1482,6 +1643,8 @@ class GraphTaskSynthesizer:
             caps.add("constraint")
         if any(s.kind == "search" for s in steps):
             caps.add("search")
+        if any(s.refused is not None for s in steps):
+            caps.add("recovery")
         return sorted(caps)
 
 
@@ -1616,6 +1779,15 @@ def _verb(tool_name: str, entity: str) -> str | None:
     if verb in CRUD_VERBS or singular(rest) != entity:
         return None
     return verb
+
+
+REFUSAL_CODES = ("invalid_state", "invalid_transition")  # and insufficient_<field>: the environment's rules
+
+
+def _refusal(code: str) -> bool:
+    """An error code the environment answers a write with on purpose because of the data (a record in a state
+    that takes no change, a transition its status does not allow, a supply that does not cover it)."""
+    return code in REFUSAL_CODES or code.startswith("insufficient_")
 
 
 def _constraint_label(field_name: str) -> str:
