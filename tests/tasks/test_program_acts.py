@@ -1,4 +1,4 @@
-"""The multi-step families (cascade, notify, branch, recovery) on catalog bundles, the difficulty knobs on
+"""The multi-step families (cascade, notify, branch, recovery, reschedule) on catalog bundles, the difficulty knobs on
 program tasks, and needs_pagination measured by a first-page run of the gold."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 import statistics
+from datetime import datetime
 
 import pytest
 
@@ -19,7 +20,7 @@ from factory.tasks.programs.synthesis import first_page_program
 from factory.verify.code import check_verifier_source, run_code_verifier
 
 ENVS = ("issue-tracker", "clinic-appointments")
-ACTS = {"cascade", "notify", "branch", "recovery"}
+ACTS = {"cascade", "notify", "branch", "recovery", "reschedule"}
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +85,46 @@ def test_recovery_tasks_meet_refusals(envs, by_level):
     assert found
     for t in found:
         assert t.difficulty.recovery >= 1 and isinstance(t.answer, list) and len(t.answer) == t.difficulty.recovery
+
+
+def _refused(answer) -> int:
+    """The refusals an answer reports: a list of refused ids, or the "refused" ids of a dict answer."""
+    if isinstance(answer, list):
+        return len(answer)
+    return len(answer.get("refused", [])) if isinstance(answer, dict) else 0
+
+
+def test_the_recovery_knob_reaches_every_multi_step_family(by_level):
+    hard = [t for ts in by_level["hard"].values() for t in ts if family_of(t) in ACTS]
+    recovering = [t for t in hard if t.difficulty.recovery >= 1]
+    assert {family_of(t) for t in recovering} - {"recovery"}  # not only the recovery family meets refusals
+    assert len(recovering) >= 0.8 * len(hard)
+    for t in recovering:  # counted from the gold run: each refused call is one the answer reports
+        assert "recovery" in t.capabilities and t.difficulty.recovery == _refused(t.answer), t.id
+    easy = [t for ts in by_level["easy"].values() for t in ts if family_of(t) in {"cascade", "notify", "branch"}]
+    assert easy and all(t.difficulty.recovery == 0 and "recovery" not in t.capabilities for t in easy)  # knob off
+
+
+def test_reschedule_moves_each_booking_to_its_next_free_slot(envs, by_level):
+    found = [t for per_env in by_level.values() for t in per_env["clinic-appointments"] if family_of(t) == "reschedule"]
+    assert found
+    _, env = envs["clinic-appointments"]
+    for t in found:
+        assert "next free slot" in t.question and not re.search(r"\bvis_\d+", t.question)  # never which are refused
+        assert set(t.answer) == {"moved", "refused"} and t.answer["moved"] >= 1
+        with env.session() as s:
+            before = {r["id"]: r for r in s.snapshot().tables["visits"]}
+            s.run_program(str(t.gold))
+            after = {r["id"]: r for r in s.snapshot().tables["visits"]}
+        moved = [k for k in before if before[k]["starts_at"] != after[k]["starts_at"]]
+        assert len(moved) == t.answer["moved"] and not set(moved) & set(t.answer["refused"])
+        for k in moved:  # a whole number of days later, at the same time of day
+            shift = datetime.fromisoformat(after[k]["starts_at"]) - datetime.fromisoformat(before[k]["starts_at"])
+            assert shift.days >= 1 and shift.seconds == 0
+        for k in t.answer["refused"]:
+            assert before[k]["status"] == "cancelled" and after[k] == before[k]
+        held = [(r["doctor_id"], r["starts_at"]) for r in after.values() if r["status"] != "cancelled"]
+        assert all(held.count((after[k]["doctor_id"], after[k]["starts_at"])) == 1 for k in moved)
 
 
 def test_knobs_make_program_tasks_deeper(by_level):

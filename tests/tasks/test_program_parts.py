@@ -147,6 +147,7 @@ def test_the_registry_lists_every_family_in_a_fixed_order():
         "notify",
         "branch",
         "recovery",
+        "reschedule",
     ]
 
 

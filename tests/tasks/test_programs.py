@@ -29,9 +29,11 @@ CAPABILITY = {
     "notify": "notification",
     "branch": "branching",
     "recovery": "recovery",
+    "reschedule": "scheduling",
 }
-MUTATING = ("bulk_update", "restock", "cascade", "notify", "branch", "recovery")
-ELSEWHERE = {"notify", "branch"}  # no note entity nor two moves from the same states here: see test_program_acts
+MUTATING = ("bulk_update", "restock", "cascade", "notify", "branch", "recovery", "reschedule")
+# no note entity, two moves from the same states nor bookings with a start time here: see test_program_acts
+ELSEWHERE = {"notify", "branch", "reschedule"}
 
 
 @pytest.fixture(scope="module")

@@ -198,12 +198,21 @@ class Act:
     owner: Owner | None = None
     note: Note | None = None
     recover: bool = False  # try every row; a refused move gets the fallback instead
+    notify: bool = False  # when recovering: a note on every changed row too (not only on the refused ones)
     branch: tuple[Condition, Move] | None = None  # rows matching the condition take the other move
     filters: tuple[tuple[str, Any], ...] = ()  # the child list tool's own exact filters (easy tasks)
     stats: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def selections(self) -> tuple[Selection, ...]:
         return (self.sel,) if self.owner is None or self.owner.sel is None else (self.owner.sel, self.sel)
+
+    def note_done(self) -> bool:
+        """Whether each changed row gets a note."""
+        return self.note is not None and (not self.recover or self.notify)
+
+    def note_refused(self) -> bool:
+        """Whether each refused row gets a note (the fallback)."""
+        return self.note is not None and self.recover
 
 
 def _acted(view: EnvView, act: Act) -> tuple[Rows, Rows, int]:
@@ -234,6 +243,11 @@ def _acted(view: EnvView, act: Act) -> tuple[Rows, Rows, int]:
     return picked, [], near
 
 
+def _final(e: EntitySpec, row: dict[str, Any]) -> bool:
+    """Whether the row is in a final state (a terminal rule's): no updates, nor new rows referencing it."""
+    return any(r.kind == "terminal" and r.field and row.get(r.field) in (r.fields or ()) for r in e.rules)
+
+
 def _move_for(act: Act, row: dict[str, Any]) -> Move:
     if act.branch is not None and act.branch[0].test(row):
         return act.branch[1]
@@ -247,6 +261,8 @@ def score(view: EnvView, act: Act) -> Act | None:
         return None
     if act.recover and not refused:
         return None
+    if act.note_refused() and any(_final(act.child, r) for r in refused):
+        return None  # a row in a final state takes no new rows either: the fallback note would be refused too
     if act.branch is not None and len({_move_for(act, r).to_value for r in done}) < 2:
         return None
     crows = view.rows(act.child)
@@ -256,8 +272,8 @@ def score(view: EnvView, act: Act) -> Act | None:
     ppages = 0
     if act.owner is not None and act.owner.sel is not None:
         ppages = pages(len(view.rows(act.owner.entity)), page_size(act.owner.sel.tool))
-    writes = len(done) + len(refused) + (len(done) if act.note and not act.recover else 0)
-    writes += len(refused) if act.note and act.recover else 0
+    writes = len(done) + len(refused) + (len(done) if act.note_done() else 0)
+    writes += len(refused) if act.note_refused() else 0
     constraints = [c for c in (act.sel.condition, act.owner.sel.condition if act.owner and act.owner.sel else None)]
     stated = [f"{c.field} {c.op}" for c in constraints if c is not None]
     if not act.recover and act.move.from_values is not None:
@@ -353,7 +369,8 @@ def child_conditions(
 def writer(act: Act, answer: str) -> Any:
     """The gold program of `act` for the selections given (the act's own, or another reading's).
 
-    `answer`: "count" (rows changed), "refused" (ids the move refused), "split" ({new status: rows}).
+    `answer`: "count" (rows changed), "refused" (ids the move refused), "split" ({new status: rows}). A recovering
+    act answers "count" as {"changed": rows changed, "refused": ids} and "split" as {"moved": split, "refused": ids}.
     """
 
     def write(selections: tuple[Selection, ...]) -> str:
@@ -401,12 +418,12 @@ def writer(act: Act, answer: str) -> Any:
         lines.append("    if isinstance(result, dict) and 'error' in result:")
         if act.recover:
             lines.append(f"        refused.append(row[{key!r}])")
-            if act.note is not None:
+            if act.note is not None and act.note_refused():
                 lines.append(f"        {act.note.code(key, NOTE_REFUSED)}")
             lines.append("        continue")
         else:
             lines.append("        _ok(result)")
-        if act.note is not None and not act.recover:
+        if act.note is not None and act.note_done():
             lines.append(f"    {act.note.code(key, NOTE_TEXT)}")
         targets = [m.to_value for m in moves_]
         lines += [
@@ -414,9 +431,13 @@ def writer(act: Act, answer: str) -> Any:
             f"    to = {targets!r}[move]",
             "    split[to] = split.get(to, 0) + 1",
         ]
-        lines.append(
-            {"count": "return len(done)", "refused": "return sorted(refused)", "split": "return split"}[answer]
-        )
+        returns = {"count": "len(done)", "refused": "sorted(refused)", "split": "split"}
+        if act.recover:
+            returns.update(
+                count="{'changed': len(done), 'refused': sorted(refused)}",
+                split="{'moved': split, 'refused': sorted(refused)}",
+            )
+        lines.append(f"return {returns[answer]}")
         return program("\n".join(lines))
 
     return write
@@ -435,9 +456,13 @@ def where(act: Act) -> str:
     return out
 
 
-def build(view: EnvView, rng: random.Random, mode: str) -> list[Act]:
-    """Every scored act of one kind on this environment: "move", "notify", "branch" or "recover"."""
+def build(view: EnvView, rng: random.Random, mode: str, recover: bool = False) -> list[Act]:
+    """Every scored act of one kind on this environment: "move", "notify", "branch" or "recover".
+
+    `recover`: the "move", "notify" and "branch" acts that try every row and meet refusals (what the recovery
+    knob asks for): a refused row is left as it is and reported, and a note on it is the fallback."""
     knobs = view.knobs
+    recover = recover or mode == "recover"
     out: list[Act] = []
     for child, ctool in view.listable():
         note = note_for(view, child)
@@ -445,7 +470,7 @@ def build(view: EnvView, rng: random.Random, mode: str) -> list[Act]:
             continue
         all_moves = moves(view, child)
         for move in all_moves:
-            if mode == "recover" and move.from_values is None:
+            if recover and move.from_values is None:
                 continue
             others = [
                 m
@@ -476,7 +501,8 @@ def build(view: EnvView, rng: random.Random, mode: str) -> list[Act]:
                             sel,
                             owner=owner,
                             note=note if mode in ("notify", "recover") else None,
-                            recover=mode == "recover",
+                            recover=recover,
+                            notify=recover and mode == "notify",
                             branch=branch,
                         )
                         picked = [r for r in view.rows(child) if sel.test(r)]
@@ -485,6 +511,8 @@ def build(view: EnvView, rng: random.Random, mode: str) -> list[Act]:
                             prows = [p for p in view.rows(owner.entity) if owner.sel.test(p)]
                             act = replace(act, owner=replace(owner, sel=owner.sel.ruled(prows, rng)))
                         scored = score(view, act)
+                        if scored is None and act.note is not None and mode == "recover":
+                            scored = score(view, replace(act, note=None))  # no fallback note where it is refused
                         if scored is not None:
                             out.append(scored)
     return out
@@ -497,6 +525,19 @@ def scoped(act: Act, scope: str) -> str:
         if act.sel.condition is not None or act.owner is not None
         else f"{where(act)} {scope}"
     )
+
+
+def acts_for(view: EnvView, rng: random.Random, mode: str) -> list[Act]:
+    """The acts a family draws from, best first: those that meet refusals too when the recovery knob asks."""
+    acts = build(view, rng, mode)
+    if view.knobs.recovery >= 1:
+        acts += build(view, rng, mode, recover=True)
+    return ranked(acts, view.knobs, rng)
+
+
+REFUSALS = (
+    "The system may refuse the change for some of them; leave any refused one as it is and carry on with the rest."
+)
 
 
 def pages_hint(act: Act, knobs: Knobs) -> str:

@@ -14,6 +14,7 @@ from factory.tasks.programs.join import propose_join
 from factory.tasks.programs.notify import propose_notify
 from factory.tasks.programs.pagination import propose_pagination
 from factory.tasks.programs.recovery import propose_recovery
+from factory.tasks.programs.reschedule import propose_reschedule
 from factory.tasks.programs.restock import propose_restock
 from factory.tasks.programs.top_k import propose_top_k
 from factory.tasks.programs.view import EnvView
@@ -31,6 +32,7 @@ FAMILIES: dict[str, Proposer] = {
     "notify": propose_notify,
     "branch": propose_branch,
     "recovery": propose_recovery,
+    "reschedule": propose_reschedule,
 }
 
 

@@ -104,6 +104,13 @@ def simulate_restock(
     plan: PurchasePlan, view: EnvView, budget_id: Any, threshold: int | None
 ) -> list[tuple[Any, int, float]]:
     """The purchases the rule implies on the seed data: (offer id, units, amount), in product id order."""
+    return [buy[:3] for buy in _simulate(plan, view, budget_id, threshold)]
+
+
+def _simulate(
+    plan: PurchasePlan, view: EnvView, budget_id: Any, threshold: int | None
+) -> list[tuple[Any, int, float, bool]]:
+    """The purchases, each with whether the offer's supply cut it (an order of the full units is refused)."""
     budget = next(b for b in view.rows(plan.budget) if b[plan.budget.primary_key] == budget_id)
     remaining = float(budget[plan.budget_field])
     offers = sorted(
@@ -119,14 +126,14 @@ def simulate_restock(
         )
         if offer is None:
             continue
-        units = level - p[plan.stock]
+        units = min(level - p[plan.stock], math.floor(remaining / offer[plan.cost] + 1e-9))
+        wanted = units
         if plan.supply:
             units = min(units, int(offer.get(plan.supply) or 0))
-        units = min(units, math.floor(remaining / offer[plan.cost] + 1e-9))
         if units > 0:
             amount = round(units * offer[plan.cost], 2)
             remaining -= amount
-            out.append((offer[plan.offer.primary_key], units, amount))
+            out.append((offer[plan.offer.primary_key], units, amount, units < wanted))
     return out
 
 
@@ -139,34 +146,54 @@ def propose_restock(view: EnvView, rng: random.Random) -> Iterator[Draft]:
     budgets = [b for b in view.rows(plan.budget) if (as_number(b.get(plan.budget_field)) or 0) > 0]
     stocks = sorted({p[plan.stock] for p in view.rows(plan.product) if isinstance(p.get(plan.stock), int)})
     thresholds: list[int | None] = [None] if plan.target else [s + 1 for s in stocks[: max(1, len(stocks) // 3)]]
-    combos = []
+    combos, cut = [], set()
     for b in budgets:
         for level in thresholds:
-            buys = simulate_restock(plan, view, b[plan.budget.primary_key], level)
+            buys = _simulate(plan, view, b[plan.budget.primary_key], level)
             if 2 <= len(buys) <= MAX_WRITES:
                 combos.append((b[plan.budget.primary_key], b[plan.budget_field], level))
-    for budget_id, remaining, level in limited(combos, rng):
+                if sum(short for *_, short in buys) >= max(1, view.knobs.recovery):
+                    cut.add(combos[-1])
+    retry = bool(plan.supply) and view.knobs.recovery >= 1  # order the full units; a refused order is retried
+    combos = limited(combos, rng)
+    if retry:  # the instances whose gold meets refusals first
+        combos.sort(key=lambda c: c not in cut)
+    for budget_id, remaining, level in combos:
         products, offer, stock = words(plan.product.table), words(plan.offer.name), words(plan.stock)
         goal = f"its {words(plan.target)}" if level is None else f"{level} units"
         below = f"whose {stock} is below {goal}"
         supply = f", nor the {offer}'s own {words(plan.supply)}" if plan.supply else ""
+        fallback = ""
+        if retry:
+            supply, fallback = (
+                "",
+                f"Place one order per product; if the system refuses an order because the {offer} does not have "
+                f"that many units, order only as many as its {words(plan.supply)} allows instead. ",
+            )
         question = rng.choice(
             [
                 f"Restock every one of the {products} {below}: going through them in ID order, order the missing "
                 f"units up to {goal} from the cheapest {offer} for the product, charged to budget {budget_id} "
                 f"({words(plan.budget_field)} {remaining}). Never exceed what the budget has left{supply}: when "
-                "either runs short, order as many units as it allows, and skip a product when none can be ordered. "
+                f"{'either runs' if supply else 'it runs'} short, order as many units as it allows, and skip a "
+                "product when none can be ordered. "
                 f"Each order's {words(plan.amount)} is its units times the {offer}'s {words(plan.cost)}. "
-                "What is the total amount spent?",
+                f"{fallback}What is the total amount spent?",
                 f"Using budget {budget_id} (it has {remaining} left), bring the {products} {below} back up to "
                 f"{goal}. Handle them in ID order, buy each from its cheapest {offer}, and set each order's "
                 f"{words(plan.amount)} to its units times the {offer}'s {words(plan.cost)}. You may not spend "
-                f"more than the budget has left{supply}; buy fewer units when you must, or none. How much did you "
-                "spend in total?",
+                f"more than the budget has left{supply}; buy fewer units when you must, or none. {fallback}How much "
+                "did you spend in total?",
             ]
         )
         level_code = f"row.get({plan.target!r})" if level is None else repr(level)
-        supply_code = f"\n    units = min(units, int(offer.get({plan.supply!r}) or 0))" if plan.supply else ""
+        order_args = (
+            f"{plan.offer_fk}=offer[{plan.offer.primary_key!r}], {plan.budget_fk}={budget_id!r}, "
+            f"{plan.quantity}=units, {plan.amount}=amount"
+        )
+        supply_code = ""
+        if plan.supply and not retry:
+            supply_code = f"\n    units = min(units, int(offer.get({plan.supply!r}) or 0))"
         if plan.budget_read.operation and plan.budget_read.operation.kind == "get":
             read = f"_ok(tools.{plan.budget_read.name}({plan.budget.name}_id={budget_id!r}))"
         else:
@@ -188,13 +215,22 @@ def propose_restock(view: EnvView, rng: random.Random) -> Iterator[Draft]:
             f" and o.get({plan.cost!r})), None)\n"
             "    if offer is None:\n"
             "        continue\n"
-            f"    units = level - row[{plan.stock!r}]{supply_code}\n"
-            f"    units = min(units, int(remaining / offer[{plan.cost!r}] + 1e-9))\n"
+            f"    units = min(level - row[{plan.stock!r}], int(remaining / offer[{plan.cost!r}] + 1e-9)){supply_code}\n"
             "    if units <= 0:\n"
             "        continue\n"
             f"    amount = round(units * offer[{plan.cost!r}], 2)\n"
-            f"    _ok(tools.{plan.create.name}({plan.offer_fk}=offer[{plan.offer.primary_key!r}], "
-            f"{plan.budget_fk}={budget_id!r}, {plan.quantity}=units, {plan.amount}=amount))\n"
+            f"    result = tools.{plan.create.name}({order_args})\n"
+            + (
+                "    if isinstance(result, dict) and 'error' in result:\n"
+                f"        units = min(units, int(offer.get({plan.supply!r}) or 0))\n"
+                "        if units <= 0:\n"
+                "            continue\n"
+                f"        amount = round(units * offer[{plan.cost!r}], 2)\n"
+                f"        result = tools.{plan.create.name}({order_args})\n"
+                if retry
+                else ""
+            )
+            + "    _ok(result)\n"
             "    remaining -= amount\n"
             "    spent += amount\n"
             "return round(spent, 2)"
@@ -204,7 +240,7 @@ def propose_restock(view: EnvView, rng: random.Random) -> Iterator[Draft]:
             family="restock",
             question=question,
             program=program(body),
-            capabilities=["loops", "constraint", "mutation"],
+            capabilities=["loops", "constraint", "mutation"] + (["recovery"] if retry else []),
             difficulty=Difficulty(chain_length=4, constraints=constraints),
             mutates=True,
         )

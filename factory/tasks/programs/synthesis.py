@@ -157,12 +157,54 @@ def needs_pagination(
     return run.error is not None or (run.answer, wrote) != (answer, changes)
 
 
+COUNTED = '''
+
+class _Counted:
+    """The tools, counting the calls the environment refuses (a result with an "error")."""
+
+    def __init__(self, tools):
+        self._tools, self.refused = tools, 0
+
+    def __getattr__(self, name):
+        fn = getattr(self._tools, name)
+
+        def call(**args):
+            result = fn(**args)
+            if isinstance(result, dict) and "error" in result:
+                self.refused += 1
+            return result
+
+        return call
+
+
+def solve(tools):
+    counted = _Counted(tools)
+    return {"answer": _solve_counted(counted), "refused": counted.refused}
+'''
+
+
+def counted_program(source: str) -> str:
+    """`source` run so that it answers {"answer": its answer, "refused": the calls the environment refused}."""
+    return re.sub(r"^def solve\(", "def _solve_counted(", source, count=1, flags=re.M) + COUNTED
+
+
+def _run_counted(program: str, view: EnvView, session_factory: SessionFactory) -> tuple[ProgramRun, Changes, int]:
+    """`program` run as `_run` does, with the number of its calls the environment refused (the recovery it met)."""
+    run, changes = _run(counted_program(program), view, session_factory)
+    if run.error is not None or not isinstance(run.answer, dict):
+        return run, changes, 0
+    return run.model_copy(update={"answer": run.answer.get("answer")}), changes, int(run.answer.get("refused") or 0)
+
+
 def realize(draft: Draft, bundle: Bundle, view: EnvView, session_factory: SessionFactory) -> Task | str:
-    """Run the draft's gold in a fresh session and turn it into a Task; or say why it makes none."""
+    """Run the draft's gold in a fresh session and turn it into a Task; or say why it makes none.
+
+    The task's `difficulty.recovery` is what the gold run met: the calls the environment refused, counted from
+    their results (never the draft's intent), and a task whose gold met any has the capability "recovery"."""
     spec, seed = view.spec, view.seed
     if names_a_tool(draft.question, spec.tools):
         return "names a tool: questions describe goals, never calls"
-    run, changes = _run(draft.program, view, session_factory)
+    run, changes, refused = _run_counted(draft.program, view, session_factory)
     if run.error is not None:
         return f"gold failed: {run.error}"
     reason = _unacceptable(draft, run.answer, changes) or ambiguity(draft, view, session_factory, run.answer, changes)
@@ -174,9 +216,15 @@ def realize(draft: Draft, bundle: Bundle, view: EnvView, session_factory: Sessio
     paged = Counter(c.tool for c in run.calls if "offset" in c.args)
     pages = max(paged.values(), default=1)
     difficulty = draft.difficulty.model_copy(
-        update={"chain_length": max(draft.difficulty.chain_length, len(tools_used)), "pages": pages}
+        update={
+            "chain_length": max(draft.difficulty.chain_length, len(tools_used)),
+            "pages": pages,
+            "recovery": refused,
+        }
     )
     capabilities = list(draft.capabilities)
+    if refused and "recovery" not in capabilities:
+        capabilities.append("recovery")
     if paginates and "pagination" not in capabilities:
         capabilities.append("pagination")
     return Task(
