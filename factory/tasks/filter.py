@@ -4,7 +4,8 @@ Checks, each with a reason code that `synthesize_tasks` counts:
 - `gold_fails`: the gold executes without an error (a chain call that fails, a program that raises);
 - `ungrounded_write`: every value a gold write uses appears in the question, in an earlier call's output
   or in the parameter's schema default (τ²-bench's gold writes used ids no read returned);
-  a program may compute numbers, so only its text values are held to this;
+  a program may compute numbers and dates (the question states the rule), so only its other text values are
+  held to this, and text that fills a template the question states ("ops+<ID>@example.com") is grounded;
 - `no_state_change` / `unexpected_write`: a mutation task's gold changes the state, a read-only one's does not;
 - `already_satisfied`: the verifier fails on a no-op (AWM shipped initial states that passed already);
 - `unstable`: validation runs — `runs` attempts by a `Solver` in fresh sessions, of which at least
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -25,7 +27,7 @@ from typing import Any, Protocol
 from factory.envs.bundle import Bundle
 from factory.graphs import GENERIC_PARAMS
 from factory.models import EnvSpec, Task, ToolCall, ToolResult, Trajectory, Verdict
-from factory.verify.answers import answer_contains, normalize_text
+from factory.verify.answers import answer_contains, normalize_text, parse_date
 from factory.verify.code import Runner
 from factory.verify.rubric import RubricReward
 from factory.verify.scoring import (
@@ -95,12 +97,37 @@ def _mutates(spec: EnvSpec, tool: str) -> bool:
         return False
 
 
+_PLACEHOLDER = re.compile(r"<[^<>\s]{1,40}>")  # a template's slot in a question: "ops+<ID>@example.com"
+
+
+def _templates(question: str) -> list[re.Pattern[str]]:
+    """The templates a question states (words around `<slot>` placeholders), as patterns a value may fill."""
+    out = []
+    for word in question.replace('"', " ").split():
+        if _PLACEHOLDER.search(word):
+            parts = _PLACEHOLDER.split(word.strip(".,;:()'"))
+            if sum(len(p) for p in parts) < 3:
+                continue  # a bare "<ID>" names the slot; it is no template of its own
+            out.append(re.compile(r"\S+".join(re.escape(p) for p in parts), re.IGNORECASE))
+    return out
+
+
+def _computed(leaf: Any, numbers_free: bool, templates: list[re.Pattern[str]]) -> bool:
+    """A value the task lets the solver compute: a number or a date a program works out (the question states the
+    rule), or text filling a template the question states."""
+    if numbers_free and isinstance(leaf, str) and parse_date(leaf) is not None:
+        return True
+    return isinstance(leaf, str) and any(t.fullmatch(leaf) for t in templates)
+
+
 def ungrounded_writes(
     spec: EnvSpec, question: str, calls: list[ToolCall], results: list[ToolResult], numbers_free: bool = False
 ) -> list[str]:
-    """Values of write calls that neither the question, an earlier output nor a schema default supplies."""
+    """Values of write calls that neither the question, an earlier output nor a schema default supplies; with
+    `numbers_free` (program tasks) numbers and dates are the program's to compute."""
     seen: set[tuple[str, Any]] = set()
     problems: list[str] = []
+    templates = _templates(question)
     for i, (call, result) in enumerate(zip(calls, results, strict=False)):
         if _mutates(spec, call.tool):
             defaults = _defaults(spec, call.tool)
@@ -112,6 +139,8 @@ def ungrounded_writes(
                     if k is None or (numbers_free and k[0] == "n") or k in seen:
                         continue
                     if answer_contains(question, leaf) or (name in defaults and _key(defaults[name]) == k):
+                        continue
+                    if _computed(leaf, numbers_free, templates):
                         continue
                     problems.append(
                         f"call {i + 1} {call.tool}: {name}={leaf!r} is in neither the question nor an output"

@@ -100,6 +100,24 @@ def test_grounding_accepts_values_from_earlier_outputs_and_rejects_later_ones(sh
     assert ungrounded_writes(bundle.spec, f"Order 1 of {pid} for that customer.", calls, results) == []
 
 
+def test_a_value_that_fills_a_stated_template_or_a_program_date_is_grounded(shop):
+    bundle, sessions, seed = shop
+    product = open_products(seed)[0]
+    call = ToolCall(tool="create_customer", args={"name": "Ops Desk", "email": f"ops+{product['id']}@example.com"})
+    with sessions() as s:
+        result = s.call("get_product", {"product_id": product["id"]})
+    calls = [ToolCall(tool="get_product", args={"product_id": product["id"]}), call]
+    results = [result, result]
+    template = 'Add a customer "Ops Desk" with email "ops+<ID>@example.com", where <ID> is the product\'s ID.'
+    assert ungrounded_writes(bundle.spec, template, calls, results) == []
+    bare = 'Add a customer "Ops Desk" whose email names the product, where <ID> is its ID.'
+    (problem,) = ungrounded_writes(bundle.spec, bare, calls, results)
+    assert "email=" in problem  # a bare placeholder is no template
+    dated = [ToolCall(tool="update_product", args={"product_id": product["id"], "name": "2026-02-03T10:00:00"})]
+    assert ungrounded_writes(bundle.spec, f"Rename {product['id']}.", dated, results[:1], numbers_free=True) == []
+    assert ungrounded_writes(bundle.spec, f"Rename {product['id']}.", dated, results[:1]) != []
+
+
 def test_a_gold_that_fails_is_dropped(shop):
     bundle, sessions, _ = shop
     task = set_stock("pro_9999", 5)
