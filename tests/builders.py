@@ -7,11 +7,15 @@ write into it (a test that must change a bundle copies it first, `copy_bundle`).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from factory.envs.build import build_env
+from factory.envs.bundle import Bundle
+from factory.envs.runtime import Environment
 from factory.models import GateReport, StateBackend
 from factory.verify.attacks import MAX_TRIES
 
@@ -75,3 +79,17 @@ def order_to_cancel(seed: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         if any(o["status"] in CANCELLABLE for o in others):
             return order
     raise AssertionError(f"no two cancellable orders within {MAX_TRIES + 1} rows of the seed")
+
+
+@contextmanager
+def opened_catalog(catalog: CatalogBundles, topics: Iterable[str]) -> Iterator[dict[str, tuple[Bundle, Environment]]]:
+    """Catalog environments by topic, each as its bundle and its opened runtime, closed afterwards."""
+    opened = {}
+    try:
+        for topic in topics:
+            path = catalog.kept(topic)
+            opened[topic] = (Bundle.open(path), Environment.open(path))
+        yield opened
+    finally:
+        for _, env in opened.values():
+            env.close()

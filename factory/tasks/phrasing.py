@@ -593,8 +593,10 @@ def undefined_reference(question: str) -> bool:
 
 
 _NOT_NOUNS = frozenset(
-    {"is", "are", "was", "has", "have", "can", "could", "it", "its", "they", "the", "a", "an", "one", "you", "no"}
-)
+    {"is", "are", "was", "were", "has", "have", "had", "can", "could", "will", "would", "should", "must", "do"}
+    | {"does", "did", "it", "its", "they", "the", "a", "an", "one", "you", "no", "belong", "belongs", "match"}
+    | {"matches", "meet", "meets", "need", "needs", "point", "points", "hold", "holds", "refer", "refers"}
+)  # words after "that" that start a relative clause ("adjustments that belong to ..."), not a reference
 
 
 def template_of(question: str, spec: EnvSpec | None = None) -> str:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import random
 import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -478,28 +478,18 @@ class GraphTaskSynthesizer:
         options: list[tuple[dict[str, Any], Intent]] = []
         filtered = {f.field for f in filters}
         if complete:
-            for f in entity.fields:
-                if f.type not in ("integer", "number", "date", "datetime") or f.name in filtered:
-                    continue
-                if f.name == pk or f.references or self.ignored(entity, f.name):
-                    continue
-                values = [r.get(f.name) for r in items]
-                if any(v is None for v in values) or len(items) < 2:
-                    continue
-                for direction in ("highest", "lowest"):
-                    best = max(values) if direction == "highest" else min(values)
-                    at = [i for i, v in enumerate(values) if v == best]
-                    if len(at) == 1 and at[0] >= beyond:
-                        intent = Intent(
-                            kind="find_extreme",
-                            entity=entity.name,
-                            filters=filters,
-                            field=f.name,
-                            direction=direction,
-                            pages=beyond > 0,
-                            temporal=f.type in ("date", "datetime"),
-                        )
-                        options.append((items[at[0]], intent))
+            for at, f, direction in self.unique_extremes(entity, items, filtered):
+                if at >= beyond:
+                    intent = Intent(
+                        kind="find_extreme",
+                        entity=entity.name,
+                        filters=filters,
+                        field=f.name,
+                        direction=direction,
+                        pages=beyond > 0,
+                        temporal=f.type in ("date", "datetime"),
+                    )
+                    options.append((items[at], intent))
             if len(items) == 1:
                 options.append((items[0], Intent(kind="find_only", entity=entity.name, filters=filters)))
         if label is not None and not beyond:
@@ -1295,6 +1285,27 @@ class GraphTaskSynthesizer:
             return c, otherwise, (gets[0], f.name, related)
         return None, None, None
 
+    def unique_extremes(
+        self, entity: EntitySpec, items: list[dict[str, Any]], skip: Collection[str] = ()
+    ) -> Iterator[tuple[int, FieldSpec, str]]:
+        """(index in `items`, field, "highest"/"lowest") for each number or date field, not in `skip`, whose
+        highest or lowest value among the items only one of them holds: a record a question can single out."""
+        if len(items) < 2:
+            return
+        for f in entity.fields:
+            if f.type not in ("integer", "number", "date", "datetime") or f.name in skip:
+                continue
+            if f.name == entity.primary_key or f.references or self.ignored(entity, f.name):
+                continue
+            values = [r.get(f.name) for r in items]
+            if any(v is None for v in values):
+                continue
+            for direction in ("highest", "lowest"):
+                best = max(values) if direction == "highest" else min(values)
+                at = [i for i, v in enumerate(values) if v == best]
+                if len(at) == 1:
+                    yield at[0], f, direction
+
     def anchor_select(
         self,
         entity: EntitySpec,
@@ -1308,28 +1319,13 @@ class GraphTaskSynthesizer:
         phrasing) one named by its label; it must have related records."""
         pk = entity.primary_key
         options: list[tuple[dict[str, Any], Intent]] = []
-        for f in entity.fields:
-            if f.type not in ("integer", "number", "date", "datetime") or f.name == pk or f.references:
-                continue
-            if self.ignored(entity, f.name):
-                continue
-            values = [r.get(f.name) for r in items]
-            if any(v is None for v in values) or len(items) < 2:
-                continue
-            for direction in ("highest", "lowest"):
-                best = max(values) if direction == "highest" else min(values)
-                at = [i for i, v in enumerate(values) if v == best]
-                if len(at) == 1 and counts.get(items[at[0]].get(pk), 0) >= 1:
-                    temporal = f.type in ("date", "datetime")
-                    intent = Intent(
-                        "find_extreme",
-                        entity.name,
-                        field=f.name,
-                        direction=direction,
-                        pages=every_page,
-                        temporal=temporal,
-                    )
-                    options.append((items[at[0]], intent))
+        for at, f, direction in self.unique_extremes(entity, items):
+            if counts.get(items[at].get(pk), 0) >= 1:
+                temporal = f.type in ("date", "datetime")
+                intent = Intent(
+                    "find_extreme", entity.name, field=f.name, direction=direction, pages=every_page, temporal=temporal
+                )
+                options.append((items[at], intent))
         if label is not None and not style.obscured and (not options or self.rng.random() < 0.3):
             pool = [r for r in items if counts.get(r.get(pk), 0) >= 1 and isinstance(r.get(label), str)]
             if pool:

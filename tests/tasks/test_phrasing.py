@@ -119,6 +119,7 @@ def test_undefined_references():
     assert undefined_reference("Find the item of the second kind.")
     assert undefined_reference("Cancel that order.")  # no order was introduced
     assert not undefined_reference("Find the order with the latest placement time. Cancel that order.")
+    assert not undefined_reference("How many adjustments that belong to stock items are there?")  # a relative clause
 
 
 def test_phrasing_report_counts():

@@ -10,14 +10,13 @@ from datetime import datetime
 
 import pytest
 
-from factory.envs.bundle import Bundle
-from factory.envs.runtime import Environment
 from factory.models import Difficulty, Task
 from factory.tasks.difficulty import knobs_for
 from factory.tasks.programs import EnvView, family_of, realize, synthesize_program_tasks
 from factory.tasks.programs.draft import Draft, program
 from factory.tasks.programs.synthesis import first_page_program
 from factory.verify.code import check_verifier_source, run_code_verifier
+from tests.builders import opened_catalog
 
 ENVS = ("issue-tracker", "clinic-appointments")
 ACTS = {"cascade", "notify", "branch", "recovery", "reschedule"}
@@ -25,13 +24,8 @@ ACTS = {"cascade", "notify", "branch", "recovery", "reschedule"}
 
 @pytest.fixture(scope="module")
 def envs(catalog_bundles):
-    opened = {}
-    for topic in ENVS:
-        path = catalog_bundles.kept(topic)
-        opened[topic] = (Bundle.open(path), Environment.open(path))
-    yield opened
-    for _, env in opened.values():
-        env.close()
+    with opened_catalog(catalog_bundles, ENVS) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")

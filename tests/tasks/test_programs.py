@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from factory.envs.bundle import Bundle
-from factory.envs.runtime import Environment
 from factory.models import Task
 from factory.tasks.difficulty import knobs_for
 from factory.tasks.programs import FAMILIES, EnvView, applicable_families, family_of, synthesize_program_tasks
 from factory.verify.code import check_verifier_source, run_code_verifier
 from factory.verify.state import canonical_state_hash
+from tests.builders import opened_catalog
 
 ENVS = ("procurement", "invoicing")
 CAPABILITY = {
@@ -38,13 +37,8 @@ ELSEWHERE = {"notify", "branch", "reschedule"}
 
 @pytest.fixture(scope="module")
 def envs(catalog_bundles):
-    opened = {}
-    for topic in ENVS:
-        path = catalog_bundles.kept(topic)
-        opened[topic] = (Bundle.open(path), Environment.open(path))
-    yield opened
-    for _, env in opened.values():
-        env.close()
+    with opened_catalog(catalog_bundles, ENVS) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")
