@@ -173,6 +173,30 @@ _NOMINALS = {
     "ordered": "order",
     "expires": "expiry",
     "due": "due",
+    "received": "receipt",
+    "borrowed": "borrowing",
+    "enrolled": "enrolment",
+    "returned": "return",
+    "assigned": "assignment",
+    "published": "publication",
+    "started": "start",
+    "ended": "end",
+    "hired": "hiring",
+    "requested": "request",
+    "reported": "report",
+    "uploaded": "upload",
+    "modified": "modification",
+    "archived": "archiving",
+    "redeemed": "redemption",
+    "reviewed": "review",
+    "merged": "merge",
+    "checked": "check",
+    "dispatched": "dispatch",
+    "admitted": "admission",
+    "recorded": "recording",
+    "applied": "application",
+    "spent": "spending",
+    "logged": "logging",
 }
 
 
@@ -596,6 +620,7 @@ _NOT_NOUNS = frozenset(
     {"is", "are", "was", "were", "has", "have", "had", "can", "could", "will", "would", "should", "must", "do"}
     | {"does", "did", "it", "its", "they", "the", "a", "an", "one", "you", "no", "belong", "belongs", "match"}
     | {"matches", "meet", "meets", "need", "needs", "point", "points", "hold", "holds", "refer", "refers"}
+    | {"start", "starts", "end", "ends", "take", "takes", "fall", "falls", "come", "comes", "lie", "lies"}
 )  # words after "that" that start a relative clause ("adjustments that belong to ..."), not a reference
 
 

@@ -32,29 +32,11 @@ ID = "<ID>"
 UNIQUE_EMAIL = f"ops+{ID}@example.com"  # a unique email field: one address per acted-on row
 NOTE_NAME = "Operations"
 
-_DATE_STEMS = {
-    "created": "creation date",
-    "updated": "last update",
-    "starts": "start date",
-    "ends": "end date",
-    "received": "date received",
-    "spent": "date spent",
-    "issued": "issue date",
-    "scheduled": "scheduled date",
-    "assigned": "assignment date",
-    "due": "due date",
-}
-
-
 def label(f: FieldSpec) -> str:
-    """A field as English words: "created_at" -> "creation date", "patient_id" -> "patient"."""
+    """A field as English words: "created_at" -> "creation time", "patient_id" -> "patient"."""
     name = f.name
     if f.references and name.endswith("_id"):
         return words(name[:-3])
-    for suffix in ("_at", "_on"):
-        if name.endswith(suffix) and f.type in ("date", "datetime"):
-            stem = name[: -len(suffix)]
-            return _DATE_STEMS.get(stem, f"{words(stem)} date")
     return words(name)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from factory.models import EntitySpec, EnvSpec, FieldSpec, ToolSpec
 from factory.tasks.difficulty import Knobs
+from factory.tasks.phrasing import humanize
 
 PAGE_SIZE = 100  # the gold programs' page size, unless the tool allows less
 
@@ -14,7 +15,9 @@ Rows = list[dict[str, Any]]
 
 
 def words(name: str) -> str:
-    return name.replace("_", " ")
+    """A table or field name as a question says it: "purchase_orders" -> "purchase orders", "created_at" ->
+    "creation time" (never the raw column)."""
+    return humanize(name)
 
 
 def as_number(value: Any) -> float | None:
