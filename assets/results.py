@@ -9,13 +9,13 @@ import dagster as dg
 from factory.pipeline.registry import Stage
 from factory.pipeline.runner import (
     DROP_PREFIX,
-    SHORT_PREFIX,
     CheckOutcome,
     StageManifest,
     StageRun,
     summary_rows,
 )
 from factory.tasks.depth import Depth, DepthReport
+from factory.tasks.difficulty import Knobs, Shortfall
 
 
 def progress_logger(context: dg.AssetExecutionContext) -> Callable[[int, int, str], None]:
@@ -38,13 +38,6 @@ def environment_table(manifest: StageManifest, columns: list[str]) -> dg.TableMe
         ]
     )
     records = [dg.TableRecord(row) for row in summary_rows(manifest, columns)]
-    return dg.MetadataValue.table(records=records, schema=schema)
-
-
-def counts_table(key: str, count: str, counts: dict[str, int]) -> dg.TableMetadataValue:
-    """Two columns: a name (drop reason, difficulty knob) and how many tasks it counts."""
-    schema = dg.TableSchema(columns=[dg.TableColumn(key, "string"), dg.TableColumn(count, "int")])
-    records = [dg.TableRecord({key: k, count: n}) for k, n in counts.items()]
     return dg.MetadataValue.table(records=records, schema=schema)
 
 
@@ -97,19 +90,32 @@ def stage_metadata(stage: Stage, run: StageRun, columns: list[str]) -> dict[str,
     if stage.row_count:
         meta["dagster/row_count"] = dg.MetadataValue.int(int(totals.get(stage.row_count, 0)))
     drops: dict[str, int] = {}
-    short: dict[str, int] = {}
     for name, value in sorted(totals.items()):
         if name.startswith(DROP_PREFIX):
             drops[name.removeprefix(DROP_PREFIX)] = int(value)
-        elif name.startswith(SHORT_PREFIX):
-            short[name.removeprefix(SHORT_PREFIX)] = int(value)
         else:
             meta[f"total_{name}"] = dg.MetadataValue.float(float(value))
     if drops:
-        meta["drops_by_reason"] = counts_table("reason", "tasks_dropped", drops)
-    if short:
-        meta["fell_short_by_knob"] = counts_table("knob", "tasks_below_it", short)
+        schema = dg.TableSchema(columns=[dg.TableColumn("reason", "string"), dg.TableColumn("tasks_dropped", "int")])
+        records = [dg.TableRecord({"reason": r, "tasks_dropped": n}) for r, n in drops.items()]
+        meta["drops_by_reason"] = dg.MetadataValue.table(records=records, schema=schema)
     return meta
+
+
+def shortfall_metadata(short: dict[str, Shortfall], knobs: Knobs) -> dict[str, dg.MetadataValue]:
+    """The difficulty asked for, and per knob the tasks that stayed below it with an example of why."""
+    schema = dg.TableSchema(
+        columns=[
+            dg.TableColumn("knob", "string"),
+            dg.TableColumn("tasks_below_it", "int"),
+            dg.TableColumn("example", "string"),
+        ]
+    )
+    records = [dg.TableRecord({"knob": k, "tasks_below_it": s.tasks, "example": s.example}) for k, s in short.items()]
+    return {
+        "difficulty": dg.MetadataValue.json(knobs.model_dump()),
+        "fell_short_by_knob": dg.MetadataValue.table(records=records, schema=schema),
+    }
 
 
 def gate_result(check_name: str, gate: CheckOutcome) -> dg.AssetCheckResult:

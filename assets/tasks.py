@@ -4,12 +4,13 @@ import dagster as dg
 
 from assets.build import tool_graphs, tool_tests
 from assets.partitions import category_partitions
-from assets.results import depth_metadata, gate_result, progress_logger, stage_result
+from assets.results import depth_metadata, gate_result, progress_logger, shortfall_metadata, stage_result
 from factory.pipeline.artifacts import CANDIDATES_PARQUET, TASKS_PARQUET
 from factory.pipeline.registry import TASKS, VERIFIERS
-from factory.pipeline.tasks.tasks import PHRASING_COUNTS, category_depth, synthesize_category_tasks
+from factory.pipeline.tasks.tasks import PHRASING_COUNTS, category_tasks, synthesize_category_tasks
 from factory.pipeline.tasks.verifiers import audit_category_tasks, audit_check
-from factory.tasks.difficulty import KNOBS, DifficultyError, Knobs, knobs_for
+from factory.tasks.depth import depth_report
+from factory.tasks.difficulty import KNOBS, DifficultyError, Knobs, knobs_for, shortfall_summary
 from resources import SandboxResource, StoreResource
 
 TASKS_GROUP = {"group_name": TASKS.group, "partitions_def": category_partitions}
@@ -51,16 +52,18 @@ def tasks(
 ) -> dg.MaterializeResult:
     """Tasks: weighted walks over each tool graph, executed on the database, and programs with loops and
     aggregations; only tasks that execute, change what they claim and replay consistently survive."""
+    knobs = config.knobs()
     run = synthesize_category_tasks(
         store.get(),
         context.partition_key,
         pool=sandbox.get(),
         n=config.n,
         seed=config.seed,
-        knobs=config.knobs(),
+        knobs=knobs,
         progress=progress_logger(context),
     )
-    depth = depth_metadata(category_depth(store.get(), TASKS, context.partition_key, CANDIDATES_PARQUET))
+    made = category_tasks(store.get(), TASKS, context.partition_key, CANDIDATES_PARQUET)
+    depth = depth_metadata(depth_report(made)) | shortfall_metadata(shortfall_summary(made, knobs), knobs)
     columns = ["generated", "candidates", "graph", "program", "filter_drops", *PHRASING_COUNTS]
     return stage_result(TASKS, run, columns, extra=depth)
 
@@ -86,6 +89,6 @@ def verifiers(
         progress=progress_logger(context),
     )
     check = gate_result("verifier_audit", audit_check(store.get(), run.manifest))
-    depth = depth_metadata(category_depth(store.get(), VERIFIERS, context.partition_key, TASKS_PARQUET))
+    depth = depth_metadata(depth_report(category_tasks(store.get(), VERIFIERS, context.partition_key, TASKS_PARQUET)))
     columns = ["candidates", "tasks", "audit_drops", "mutation_tasks"]
     return stage_result(VERIFIERS, run, columns, [check], extra=depth)

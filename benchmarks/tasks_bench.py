@@ -59,10 +59,10 @@ def run(quick: bool = False) -> dict[str, Any]:
                     "program": kinds["program"],
                     "seconds": round(seconds, 3),
                     "gold_calls_mean": depth(result.tasks).gold_calls_mean,
-                    "fell_short": result.shortfalls,
+                    "fell_short": {k: v.tasks for k, v in result.shortfalls.items()},
                 }
                 reasons.update(k for k in result.audit_summary if k != "kept")
-                short.update(result.shortfalls)
+                short.update({k: v.tasks for k, v in result.shortfalls.items()})
             generated = sum(e["generated"] for e in per_env.values())
             kept = sum(e["kept"] for e in per_env.values())
             seconds = sum(e["seconds"] for e in per_env.values())

@@ -34,7 +34,6 @@ from factory.store import (
 
 MANIFEST = "manifest.json"
 DROP_PREFIX = "drop:"  # counts named `drop:<reason>` are tasks dropped for that reason
-SHORT_PREFIX = "short:"  # manifest counts: kept tasks that stayed below a difficulty knob
 
 Progress = Callable[[int, int, str], None]
 

@@ -81,8 +81,8 @@ def tasks_cmd(
         f"in {result.seconds:.1f} s -> {out}"
     )
     typer.echo(f"  difficulty {knobs.level}: {depth_line(result.tasks)}")
-    for knob, count in result.shortfalls.items():
-        typer.echo(f"  fell short of {knob}: {count} (e.g. {result.shortfall_examples[knob]})")
+    for knob, short in result.shortfalls.items():
+        typer.echo(f"  fell short of {knob}: {short.tasks} (e.g. {short.example})")
     for reason, count in sorted(result.audit_summary.items(), key=lambda kv: (-kv[1], kv[0])):
         typer.echo(f"  {reason:24} {count}")
     for d in result.dropped:

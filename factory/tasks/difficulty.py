@@ -86,3 +86,22 @@ def shortfalls(task: Task, knobs: Knobs) -> list[str]:
     if reached.recovery < knobs.recovery:
         out.append(f"recovery: {reached.recovery} of {knobs.recovery} refused calls")
     return out
+
+
+class Shortfall(Model):
+    """How many tasks stayed below one knob, and one of them as an example ("online-shop: 8 of 14 calls")."""
+
+    tasks: int
+    example: str
+
+
+def shortfall_summary(tasks: list[Task], knobs: Knobs) -> dict[str, Shortfall]:
+    """Knob -> the tasks that stayed below it, in knob order."""
+    out: dict[str, Shortfall] = {}
+    for task in tasks:
+        for reason in shortfalls(task, knobs):
+            knob, _, detail = reason.partition(": ")
+            found = out.get(knob)
+            example = found.example if found else f"{task.env_id}: {detail}"
+            out[knob] = Shortfall(tasks=(found.tasks if found else 0) + 1, example=example)
+    return {k: out[k] for k in KNOBS if k in out}

@@ -21,7 +21,7 @@ from factory.models import Lineage, Model, Task
 from factory.pipeline.registry import TASKS
 from factory.sandbox import SandboxPool
 from factory.store import hash_value
-from factory.tasks.difficulty import Knobs, knobs_for, shortfalls
+from factory.tasks.difficulty import Knobs, Shortfall, knobs_for, shortfall_summary
 from factory.tasks.filter import MIN_SUCCESSES, VALIDATION_RUNS, Solver, filter_task
 from factory.verify.audit import audit_task
 from factory.verify.code import Runner
@@ -49,8 +49,7 @@ class TaskSynthesis(Model):
     yield_rate: float = 0.0  # kept / generated
     audit_summary: dict[str, int] = Field(default_factory=dict)  # reason code -> tasks dropped for it; "kept"
     knobs: Knobs = Field(default_factory=Knobs)
-    shortfalls: dict[str, int] = Field(default_factory=dict)  # knob -> kept tasks that stayed below it
-    shortfall_examples: dict[str, str] = Field(default_factory=dict)  # knob -> one task's reason, e.g. "8 of 14 calls"
+    shortfalls: dict[str, Shortfall] = Field(default_factory=dict)  # knob -> kept tasks that stayed below it
     seconds: float = 0.0
 
 
@@ -232,14 +231,5 @@ def _at_level(task: Task, knobs: Knobs) -> Task:
 
 
 def _with_shortfalls(result: TaskSynthesis, knobs: Knobs) -> TaskSynthesis:
-    """`result` with how many kept tasks stayed below each knob, and one example reason per knob."""
-    counts: Counter[str] = Counter()
-    examples: dict[str, str] = {}
-    for task in result.tasks:
-        for reason in shortfalls(task, knobs):
-            knob = reason_code(reason)
-            counts[knob] += 1
-            examples.setdefault(knob, reason)
-    return result.model_copy(
-        update={"knobs": knobs, "shortfalls": dict(sorted(counts.items())), "shortfall_examples": examples}
-    )
+    """`result` with how many kept tasks stayed below each knob, and an example of each."""
+    return result.model_copy(update={"knobs": knobs, "shortfalls": shortfall_summary(result.tasks, knobs)})

@@ -9,6 +9,7 @@ from assets.definitions import defs
 from factory.pipeline.registry import STAGES, stage
 from factory.pipeline.runner import load_manifest
 from factory.store import Store, hash_dir
+from factory.tasks.difficulty import KNOBS
 from factory.tasks.table import read_tasks
 from resources import SandboxResource, StoreResource
 
@@ -154,6 +155,10 @@ def test_tasks_metadata_shows_depth_per_kind_and_level(world):
     assert tasks_metadata["total_undefined_references"].value == 0
     (row,) = [r.data for r in tasks_metadata["per_environment"].value.records]
     assert {"distinct_templates", "raw_field_names", "undefined_references"} <= set(row)
+    assert tasks_metadata["difficulty"].value["level"] == "medium"
+    for short in tasks_metadata["fell_short_by_knob"].value.records:
+        assert short.data["knob"] in KNOBS and short.data["tasks_below_it"] >= 1
+        assert short.data["example"].startswith(row["environment"] + ": ")
 
 
 @pytest.mark.slow

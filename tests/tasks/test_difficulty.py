@@ -6,7 +6,15 @@ import pytest
 
 from factory.models import Difficulty, Task
 from factory.tasks.depth import depth, depth_report
-from factory.tasks.difficulty import DIFFICULTY_VARIABLE, PRESETS, DifficultyError, knobs_for, shortfalls
+from factory.tasks.difficulty import (
+    DIFFICULTY_VARIABLE,
+    PRESETS,
+    DifficultyError,
+    Shortfall,
+    knobs_for,
+    shortfall_summary,
+    shortfalls,
+)
 
 
 def test_presets_only_get_harder_knob_by_knob():
@@ -74,6 +82,10 @@ def test_shortfalls_name_every_knob_a_task_stays_below():
     reached = _task(30, pages=3, constraints=["budget", "supply"], obscured=True, distractors=2, recovery=1)
     assert shortfalls(reached, hard) == []
     assert shortfalls(_task(2), knobs_for("easy")) == []
+    summary = shortfall_summary([_task(8, pages=1), _task(9, pages=3), reached], hard)
+    assert list(summary) == ["chain_length", "pages", "constraints", "obscured", "distractors", "recovery"]
+    assert summary["chain_length"] == Shortfall(tasks=2, example="env: 8 of 14 calls")
+    assert summary["pages"].tasks == 1
 
 
 def test_depth_counts_calls_long_tasks_mutations_and_pagination():

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from factory.environment import env_number
 from factory.envs.bundle import Bundle
+from factory.models import Task
 from factory.pipeline.artifacts import CANDIDATES_PARQUET, DROPPED_JSON, bundles
 from factory.pipeline.registry import TASKS, TOOL_GRAPHS, TOOL_TESTS, Stage
 from factory.pipeline.runner import (
-    SHORT_PREFIX,
     EnvOutcome,
     EnvWork,
     Progress,
@@ -28,7 +28,6 @@ from factory.pipeline.runner import (
 )
 from factory.sandbox import SandboxPool
 from factory.store import Store, write_json_atomic
-from factory.tasks.depth import DepthReport, depth_report
 from factory.tasks.difficulty import Knobs, knobs_for
 from factory.tasks.phrasing import phrasing_report
 from factory.tasks.synthesize import synthesize_tasks
@@ -81,7 +80,6 @@ def synthesize_category_tasks(
                     "seconds": round(result.seconds, 2),
                     **{k: phrasing[k] for k in PHRASING_COUNTS},
                     **drop_counts(result.audit_summary),
-                    **{f"{SHORT_PREFIX}{knob}": count for knob, count in result.shortfalls.items()},
                 },
             )
 
@@ -103,8 +101,7 @@ def synthesize_category_tasks(
     )
 
 
-def category_depth(store: Store, stage: Stage, category: str, file: str) -> DepthReport:
-    """The depth of the tasks one stage kept for a category (`file` in each kept environment's directory)."""
+def category_tasks(store: Store, stage: Stage, category: str, file: str) -> list[Task]:
+    """The tasks one stage kept for a category (`file` in each kept environment's directory)."""
     manifest = require_manifest(store, stage, category)
-    tasks = [t for env_id in manifest.kept for t in read_tasks(env_dir(store, stage, category, env_id) / file)]
-    return depth_report(tasks)
+    return [t for env_id in manifest.kept for t in read_tasks(env_dir(store, stage, category, env_id) / file)]

@@ -32,6 +32,7 @@ ID = "<ID>"
 UNIQUE_EMAIL = f"ops+{ID}@example.com"  # a unique email field: one address per acted-on row
 NOTE_NAME = "Operations"
 
+
 def label(f: FieldSpec) -> str:
     """A field as English words: "created_at" -> "creation time", "patient_id" -> "patient"."""
     name = f.name
