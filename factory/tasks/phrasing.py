@@ -593,9 +593,10 @@ def raw_field_phrases(spec: EnvSpec) -> set[str]:
                 continue
             out.add(f.name.lower())
             if words[-1] in _BAD_LAST:
-                out.add(" ".join(words))
+                naive = {" ".join(words)}
                 if words[-1] in ("at", "on") and words[-2].endswith(("s", "ed")) and not words[-2].endswith("ss"):
-                    out.add(" ".join([*words[:-1], "time" if words[-1] == "at" else "date"]))
+                    naive.add(" ".join([*words[:-1], "time" if words[-1] == "at" else "date"]))
+                out |= naive - {humanize(f.name).lower()}  # what `humanize` says is English ("scheduled time")
     return out
 
 

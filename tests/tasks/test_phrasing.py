@@ -101,6 +101,7 @@ def _spec():
         FieldSpec(name="id"),
         FieldSpec(name="ends_at", type="datetime"),
         FieldSpec(name="opened_on", type="date"),
+        FieldSpec(name="scheduled_at", type="datetime"),
     ]
     entity = EntitySpec(
         name="booking", table="bookings", fields=[*fields, FieldSpec(name="status", enum=["open", "done"])]
@@ -112,6 +113,7 @@ def test_raw_field_phrases_are_the_naive_forms():
     phrases = raw_field_phrases(_spec())
     assert {"ends_at", "ends at", "ends time", "opened_on", "opened on", "opened date"} <= phrases
     assert "end time" not in phrases and "opening date" not in phrases
+    assert "scheduled at" in phrases and "scheduled time" not in phrases  # the English form is no raw name
 
 
 def test_undefined_references():
