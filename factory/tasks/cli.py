@@ -45,9 +45,7 @@ def tasks_cmd(
     chain_length: Annotated[int | None, typer.Option(help="Knob: tool calls each gold makes, at least.")] = None,
     pages: Annotated[int | None, typer.Option(help="Knob: pages of one listing each gold reads, at least.")] = None,
     constraints: Annotated[int | None, typer.Option(help="Knob: constraints each task states, at least.")] = None,
-    obscured: Annotated[
-        bool | None, typer.Option("--obscured/--named", help="Knob: describe records instead of naming them.")
-    ] = None,
+    obscured: Annotated[bool, typer.Option("--obscured", help="Knob: describe records, never name them.")] = False,
     distractors: Annotated[int | None, typer.Option(help="Knob: near-miss rows each task has, at least.")] = None,
     recovery: Annotated[int | None, typer.Option(help="Knob: refused calls each gold recovers from, at least.")] = None,
 ) -> None:
@@ -68,7 +66,7 @@ def tasks_cmd(
             chain_length=chain_length,
             pages=pages,
             constraints=constraints,
-            obscured=obscured,
+            obscured=obscured or None,  # a floor: unset leaves the preset's
             distractors=distractors,
             recovery=recovery,
         )

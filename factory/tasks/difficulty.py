@@ -53,7 +53,8 @@ class DifficultyError(ValueError):
 
 def knobs_for(level: str | None = None, **overrides: int | bool | None) -> Knobs:
     """The preset for `level` (None: FACTORY_DIFFICULTY, read when called, else medium), with the knobs
-    given in `overrides` set on top; a None override leaves the preset's value."""
+    given in `overrides` set on top. A knob only ever raises its floor: below the preset's value (or False,
+    or None) it leaves the preset's value, so setting a knob never makes tasks easier or shorter."""
     source = "level"
     if level is None:
         level, source = os.environ.get(DIFFICULTY_VARIABLE) or DEFAULT_LEVEL, DIFFICULTY_VARIABLE
@@ -64,9 +65,11 @@ def knobs_for(level: str | None = None, **overrides: int | bool | None) -> Knobs
         raise DifficultyError(f"unknown difficulty knob(s): {', '.join(unknown)} (knobs: {', '.join(KNOBS)})")
     chosen = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Knobs.model_validate({**PRESETS[level].model_dump(), **chosen})
+        Knobs.model_validate(chosen)  # each value valid on its own: a negative page count is an error
     except ValueError as e:
         raise DifficultyError(f"bad difficulty knob: {e}") from e
+    preset = PRESETS[level].model_dump()
+    return Knobs.model_validate({**preset, **{k: max(preset[k], v) for k, v in chosen.items()}})
 
 
 def shortfalls(task: Task, knobs: Knobs) -> list[str]:

@@ -30,6 +30,9 @@ def test_a_knob_is_set_on_top_of_its_preset_and_none_leaves_it(monkeypatch):
     assert knobs_for() == PRESETS["medium"]
     knobs = knobs_for("easy", pages=4, recovery=None)
     assert (knobs.level, knobs.pages, knobs.chain_length, knobs.recovery) == ("easy", 4, 2, 0)
+    lowered = knobs_for("hard", chain_length=3, obscured=False, recovery=0)
+    assert lowered == PRESETS["hard"]  # a knob only raises its floor
+    assert knobs_for("medium", obscured=True).obscured
 
 
 def test_the_environment_variable_picks_the_preset_when_none_is_given(monkeypatch):
