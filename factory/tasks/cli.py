@@ -53,7 +53,7 @@ def tasks_cmd(
     that pass the filter and the audit, write them."""
     from factory.tasks.depth import depth_line
     from factory.tasks.difficulty import DifficultyError, knobs_for
-    from factory.tasks.synthesize import synthesize_tasks
+    from factory.tasks.synthesize import nothing_kept, synthesize_tasks
     from factory.tasks.table import write_tasks
 
     if kind not in ("graph", "program", "both"):
@@ -86,7 +86,7 @@ def tasks_cmd(
     for d in result.dropped:
         typer.echo(f"  dropped {d.id}: {d.reason}", err=True)
     if not result.tasks:
-        fail("no task survived the filter and the audit", 1)
+        fail(nothing_kept(result), 1)
 
 
 def verify_cmd(

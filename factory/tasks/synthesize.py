@@ -226,6 +226,13 @@ def synthesize_tasks(
     return _with_shortfalls(result, knobs)
 
 
+def nothing_kept(result: TaskSynthesis) -> str:
+    """Why a synthesis run kept no task: none could be generated at all, or every generated one was dropped."""
+    if not result.generated:
+        return "no task could be generated: no walk or program family found anything to ask on this environment"
+    return f"no task survived the filter and the audit ({result.generated} generated)"
+
+
 def _at_level(task: Task, knobs: Knobs) -> Task:
     return task.model_copy(update={"difficulty": task.difficulty.model_copy(update={"level": knobs.level})})
 

@@ -104,3 +104,13 @@ def test_depth_counts_calls_long_tasks_mutations_and_pagination():
     assert report.by_kind["graph"].tasks == 4 and report.by_kind["program"].tasks == 3
     assert set(report.by_level) == {"hard"} and report.by_level["hard"] == d
     assert depth([]).tasks == 0
+
+
+def test_an_empty_synthesis_says_whether_anything_was_generated():
+    from factory.tasks.synthesize import TaskSynthesis, nothing_kept
+
+    assert nothing_kept(TaskSynthesis(env_id="e", generated=0)).startswith("no task could be generated")
+    assert (
+        nothing_kept(TaskSynthesis(env_id="e", generated=3))
+        == "no task survived the filter and the audit (3 generated)"
+    )

@@ -30,7 +30,7 @@ from factory.sandbox import SandboxPool
 from factory.store import Store, write_json_atomic
 from factory.tasks.difficulty import Knobs, knobs_for
 from factory.tasks.phrasing import phrasing_report
-from factory.tasks.synthesize import synthesize_tasks
+from factory.tasks.synthesize import nothing_kept, synthesize_tasks
 from factory.tasks.table import read_tasks, write_tasks
 
 TASKS_PER_ENV_VARIABLE = "FACTORY_TASKS_PER_ENV"
@@ -70,7 +70,7 @@ def synthesize_category_tasks(
             return EnvOutcome(
                 env_id=bundle.spec.id,
                 kept=bool(result.tasks),
-                reason=None if result.tasks else "no task passed the solvability filter",
+                reason=None if result.tasks else nothing_kept(result),
                 counts={
                     "generated": result.generated,
                     "candidates": len(result.tasks),
