@@ -151,17 +151,71 @@ def serve_cmd(
 
 @import_app.command("agent-world")
 def import_agent_world_cmd(
-    env_dir: Annotated[Path, typer.Argument(help="environment_mix/<id> directory of the Agent-World release.")],
-    out: Annotated[Path, typer.Option(help="Directory to write the bundle to.")],
+    env_dir: Annotated[
+        Path, typer.Argument(help="environment_mix/<id> of the Agent-World release, or a whole environment_mix/.")
+    ],
+    out: Annotated[Path, typer.Option(help="Bundle directory (a whole mix: one bundle per environment under it).")],
+    questions: Annotated[
+        bool, typer.Option(help="Also import questions/<id>.json (written beside the bundle).")
+    ] = True,
 ) -> None:
-    """Turn an Agent-World release environment into a files-backend bundle."""
-    from factory.envs.importers import AgentWorldImportError, import_agent_world
+    """Turn Agent-World release environments into files-backend bundles, and their questions into tasks."""
+    from factory.envs.importers import CHECKPOINT_SUFFIX, AgentWorldImportError, import_agent_world
 
-    try:
-        report = import_agent_world(env_dir, out)
-    except AgentWorldImportError as e:
-        fail(str(e), 2)
-    _report_gate(out, report)
+    if not env_dir.is_dir():
+        fail(f"{env_dir.resolve()}: not a directory", 2)
+    mix = not (env_dir.parent / f"{env_dir.name}{CHECKPOINT_SUFFIX}").is_file()
+    if not mix:
+        try:
+            report = import_agent_world(env_dir, out)
+        except AgentWorldImportError as e:
+            fail(str(e), 2)
+        for reason in report.reasons:
+            typer.echo(f"  {reason}")
+        if report.kept and questions:
+            row = _import_questions(env_dir, out)
+            if row:
+                typer.echo(f"questions: {row[0]}/{row[1]} kept" + (f" ({row[2]})" if row[2] else ""))
+        _report_gate(out, report)
+        return
+    ids = sorted(p.name[: -len(CHECKPOINT_SUFFIX)] for p in env_dir.glob(f"*{CHECKPOINT_SUFFIX}"))
+    ids = [i for i in ids if (env_dir / i).is_dir()]
+    if not ids:
+        fail(f"{env_dir}: no <id>/ directory with an <id>{CHECKPOINT_SUFFIX} next to it", 2)
+    typer.echo(f"{'environment':12} {'tools kept':>10} {'questions kept':>14}  dropped")
+    kept_envs = 0
+    for env_id in ids:
+        try:
+            report = import_agent_world(env_dir / env_id, out / env_id)
+        except AgentWorldImportError as e:
+            typer.echo(f"{env_id:12} {'-':>10} {'-':>14}  not imported: {e}")
+            continue
+        declared = len(report.tools)
+        row = _import_questions(env_dir / env_id, out / env_id) if report.kept and questions else None
+        kept_envs += bool(report.kept)
+        qs = f"{row[0]}/{row[1]}" if row else "-"
+        why = row[2] if row else ("environment rejected: " + "; ".join(report.reasons[:2]) if not report.kept else "")
+        typer.echo(f"{env_id:12} {len(report.kept_tools):>4}/{declared:<5} {qs:>14}  {why}")
+    typer.echo(f"kept: {kept_envs}/{len(ids)} environments -> {out}")
+    if not kept_envs:
+        raise typer.Exit(1)
+
+
+def _import_questions(env_dir: Path, bundle: Path) -> tuple[int, int, str] | None:
+    """Import an environment's questions into its bundle: (kept, released, dropped reasons counted)."""
+    from factory.store import write_json_atomic
+    from factory.tasks.agent_world import import_agent_world_tasks, questions_path
+    from factory.tasks.table import write_tasks
+
+    path = questions_path(env_dir)
+    if not path.is_file():
+        return None
+    result = import_agent_world_tasks(bundle, path)
+    # next to the bundle, not in it: the bundle's content hash is what its tasks' lineage names
+    write_tasks(result.tasks, bundle.with_name(f"{bundle.name}.tasks.parquet"))
+    write_json_atomic(bundle.with_name(f"{bundle.name}.questions.json"), result)
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.audit_summary.items()) if k != "kept")
+    return len(result.tasks), result.generated, reasons
 
 
 @app.command("sandbox")

@@ -21,8 +21,11 @@ import ast
 import json
 import re
 import shutil
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field
 
 from factory.envs.bundle import ENV_JSON, REPORT_JSON, STATE_DIR, TESTS_JSON, TOOLS_PY
 from factory.lexicon import WRITE_VERBS
@@ -33,9 +36,11 @@ from factory.models import (
     FieldType,
     GateReport,
     Lineage,
+    Model,
     TaxonomyPath,
     TestCase,
     TestExpect,
+    ToolReport,
     ToolSpec,
 )
 from factory.naming import singular, slugify
@@ -140,33 +145,79 @@ def _compile_problem(source: str, fn: str) -> str | None:
     return None
 
 
-def _writes_state(tree: ast.AST) -> bool:
-    """Whether the source writes files: open(..., 'w'/'a'/'x'/'+'), json.dump, os.replace, Path.write_text..."""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute | ast.Name):
-            continue
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id
-        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
-        if owner in _WRITE_FUNCTIONS:
-            if name in _WRITE_FUNCTIONS[owner]:
-                return True
-        elif isinstance(func, ast.Attribute) and name in _WRITE_METHODS:
+def _is_write_call(node: ast.AST) -> bool:
+    """Whether one call writes files: open(..., 'w'/'a'/'x'/'+'), json.dump, os.replace, Path.write_text..."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute | ast.Name):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id
+    owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+    if owner in _WRITE_FUNCTIONS:
+        if name in _WRITE_FUNCTIONS[owner]:
             return True
-        if name == "open":
-            pos = 1 if isinstance(func, ast.Name) or owner in ("io", "os", "codecs") else 0
-            mode = next((k.value for k in node.keywords if k.arg == "mode"), None)
-            if mode is None and len(node.args) > pos:
-                mode = node.args[pos]
-            if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
-                return True
+    elif isinstance(func, ast.Attribute) and name in _WRITE_METHODS:
+        return True
+    if name == "open":
+        pos = 1 if isinstance(func, ast.Name) or owner in ("io", "os", "codecs") else 0
+        mode = next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if mode is None and len(node.args) > pos:
+            mode = node.args[pos]
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, str) and set(mode.value) & set("wax+"):
+            return True
     return False
+
+
+def _own_nodes(body: list[ast.stmt]) -> list[ast.AST]:
+    """The nodes of a body, not descending into the functions and classes it defines."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+                stack.append(child)
+    return out
+
+
+def _writes_state(tree: ast.AST, entry: str | None = None) -> bool:
+    """Whether running `entry` (or, without one, any code of the module) can write files.
+
+    A helper that writes (the release's `_save`, defined in every tool) counts only where it is called:
+    the release defines it in read tools too, and a read that never calls it writes nothing.
+    """
+    defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            defs.setdefault(node.name, []).append(node)
+
+    def called(nodes: list[ast.AST]) -> set[str]:
+        return {n.func.id for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)} | {
+            n.func.attr for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        }
+
+    def writes(nodes: list[ast.AST], seen: set[str]) -> bool:
+        if any(_is_write_call(n) for n in nodes):
+            return True
+        for name in called(nodes) - seen:
+            seen.add(name)
+            if any(writes(_own_nodes(d.body), seen) for d in defs.get(name, [])):
+                return True
+        return False
+
+    module_body = tree.body if isinstance(tree, ast.Module) else []
+    top = _own_nodes(module_body)
+    if entry is not None and entry in defs:
+        return writes(top, {entry}) or any(writes(_own_nodes(d.body), {entry}) for d in defs[entry])
+    if writes(top, set()):
+        return True
+    return any(writes(_own_nodes(d.body), {d.name}) for ds in defs.values() for d in ds)
 
 
 def infers_mutation(name: str, source: str) -> bool:
     """`mutates` of a tool: from what its implementation does, else from the verb its name starts with."""
     try:
-        return _writes_state(ast.parse(source))
+        return _writes_state(ast.parse(source), function_name(name))
     except SyntaxError:
         return re.split(r"[^a-z]", name.lower())[0] in WRITE_VERBS
 
@@ -244,14 +295,22 @@ def bookkeeping_fields(collections: dict[str, Any]) -> list[str]:
 
 
 def _taxonomy(value: Any) -> TaxonomyPath | None:
-    """The release's taxonomy when it names three levels (`{l1,l2,l3}`, a list, or `a > b > c`), else None."""
-    if isinstance(value, dict) and all(value.get(k) for k in ("l1", "l2", "l3")):
-        parts = [value["l1"], value["l2"], value["l3"]]
+    """The release's taxonomy when it names three levels, else None.
+
+    The release writes `{L1_id, L1_name, L2_id, L2_name, L3_name}` (with `_zh` twins); `{l1, l2, l3}`, a
+    list of three or `a > b > c` are read too.
+    """
+    parts: list[Any] | None = None
+    if isinstance(value, dict):
+        for keys in (("L1_name", "L2_name", "L3_name"), ("l1", "l2", "l3"), ("L1", "L2", "L3")):
+            if all(value.get(k) for k in keys):
+                parts = [value[k] for k in keys]
+                break
     elif isinstance(value, list) and len(value) == 3 and all(value):
         parts = value
     elif isinstance(value, str) and len(value.split(">")) == 3:
         parts = value.split(">")
-    else:
+    if parts is None:
         return None
     slugs = [slugify(str(p), fallback="") for p in parts]
     return TaxonomyPath(l1=slugs[0], l2=slugs[1], l3=slugs[2]) if all(slugs) else None
@@ -264,21 +323,58 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s.lower())
 
 
+KEY_FIELD = "__key__"  # where a record of a keyed collection carries its key, for sampling only
+_QUERY_PARAM = re.compile(r"^(q|query|search|search_query|keywords?|term|text|phrase)$")
+_CREDENTIAL_PARAM = re.compile(r"(api_?key|token|secret|password|passwd|credential|auth)", re.I)
+_MESSAGE_PARAM = re.compile(r"(message|content|body|comment|note|reason|description|prompt|summary)s?$")
+
+
+def collection_records(collections: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(collection, record) for every record: a list's items, a keyed object's values (their key under
+    `__key__`), or a single state object as one record."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for table, data in collections.items():
+        if isinstance(data, list):
+            out += [(table, r) for r in data if isinstance(r, dict)]
+        elif isinstance(data, dict):
+            if data and all(isinstance(v, dict) for v in data.values()):
+                out += [(table, {**v, KEY_FIELD: k}) for k, v in data.items()]
+            else:
+                out.append((table, data))
+    return out
+
+
 def _records(collections: dict[str, Any]) -> list[dict[str, Any]]:
-    return [r for rows in collections.values() if isinstance(rows, list) for r in rows if isinstance(r, dict)]
+    return [r for _, r in collection_records(collections)]
 
 
-def _lookup(param: str, record: dict[str, Any]) -> Any:
-    """A record's value for a parameter: the field of that name, or the record's `id` for a `<thing>_id`."""
-    by_norm = {_norm(k): v for k, v in record.items() if isinstance(v, str | int | float) and not isinstance(v, bool)}
+def _owner(param: str, table: str) -> bool:
+    """Whether `table` is the collection a `<thing>_id` parameter names (`paper_id` -> papers)."""
+    thing = _norm(re.sub(r"_?(id|ids|key)$", "", param, flags=re.I))
+    t = _norm(table)
+    return bool(thing) and (thing in (t, _norm(singular(table))) or t.endswith(thing) or t.endswith(thing + "s"))
+
+
+def _scalars(record: dict[str, Any]) -> dict[str, Any]:
+    return {_norm(k): v for k, v in record.items() if isinstance(v, str | int | float) and not isinstance(v, bool)}
+
+
+def _lookup(param: str, record: dict[str, Any], table: str | None = None) -> Any:
+    """A record's value for a parameter: the field of that name; for a `<thing>_id`, the record's `id` (or
+    key) only when the record is one of that thing's (an author's id is no paper id)."""
+    by_norm = _scalars(record)
     want = _norm(param)
     if want in by_norm:
         return by_norm[want]
-    return by_norm.get("id") if want.endswith("id") else None
+    if want.endswith("id") and (table is None or _owner(param, table)):
+        return by_norm.get("id", by_norm.get(_norm(KEY_FIELD)))
+    return None
 
 
 def _fits(value: Any, schema: dict[str, Any]) -> bool:
     t = schema.get("type")
+    if isinstance(t, list):
+        return any(_fits(value, {**schema, "type": x}) for x in t)
     if schema.get("enum") and value not in schema["enum"]:
         return False
     if t == "string":
@@ -287,6 +383,12 @@ def _fits(value: Any, schema: dict[str, Any]) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if t == "number":
         return isinstance(value, int | float) and not isinstance(value, bool)
+    if t == "boolean":
+        return isinstance(value, bool)
+    if t == "array":
+        return isinstance(value, list)
+    if t == "object":
+        return isinstance(value, dict)
     return t is None
 
 
@@ -294,33 +396,105 @@ def _schema_value(schema: dict[str, Any]) -> Any:
     """A value the schema alone vouches for: its first enum value, its default, or a numeric bound."""
     if schema.get("enum"):
         return schema["enum"][0]
-    if "default" in schema:
+    if "default" in schema and schema["default"] is not None:
         return schema["default"]
     if schema.get("type") in ("integer", "number"):
         return schema.get("minimum", schema.get("maximum"))
     return None
 
 
-def sample_args(tool: ToolSpec, collections: dict[str, Any]) -> dict[str, Any] | None:
-    """Arguments for a realistic call: required parameters from ONE record of the data (so an id and its
-    companions name the same thing), enums from the schema. None when a required value has nothing behind it.
-    """
+def _first_word(records: list[tuple[str, dict[str, Any]]], table: str | None) -> str | None:
+    """A word of a title or name in the data: a search for it finds something."""
+    for k in ("title", "name", "label", "subject", "description"):
+        for t, r in records:
+            v = r.get(k)
+            if (table is None or t == table) and isinstance(v, str):
+                words = re.findall(r"[A-Za-z][A-Za-z0-9]{3,}", v)
+                if words:
+                    return words[0]
+    return None
+
+
+def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]], table: str | None) -> Any:
+    """A value for a parameter the data does not hold: free text, a credential, an array, a format."""
+    t = schema.get("type")
+    t = next((x for x in t if x != "null"), None) if isinstance(t, list) else t
+    if t == "array":
+        items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+        for _, r in records:
+            v = r.get(param)
+            if isinstance(v, list) and v and all(_fits(x, items) for x in v):
+                return v[:1]
+        one = _schema_value(items)
+        if one is None:
+            one = next((r[k] for _, r in records for k in (singular(param),) if k in r and _fits(r[k], items)), None)
+        if one is None:
+            one = _plausible(singular(param), items, records, table) if items.get("type") else None
+        return [one] if one is not None else []
+    if t == "object":
+        return {}
+    if t == "boolean":
+        return False
+    if t not in (None, "string"):
+        return None
+    fmt = schema.get("format", "")
+    if fmt == "email" or param.endswith("email"):
+        return "test.user@example.com"
+    if fmt in ("uri", "url") or param.endswith(("url", "uri")):
+        return "https://example.com/item"
+    if fmt == "date" or param.endswith("date"):
+        return "2025-01-15"
+    if fmt == "date-time":
+        return "2025-01-15T09:00:00Z"
+    if _CREDENTIAL_PARAM.search(param):
+        return "Passw0rd!2025" if "pass" in param.lower() else f"test-{slugify(param, fallback='key')}-0001"
+    if _QUERY_PARAM.match(param):
+        return _first_word(records, table) or _first_word(records, None) or "test"
+    if _MESSAGE_PARAM.search(param):
+        return "Checked by the import: a plain sentence of text."
+    return None
+
+
+def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) -> list[dict[str, Any]]:
+    """Up to `limit` distinct argument sets for realistic calls: the required parameters from ONE record
+    (so an id and its companions name the same thing; a `<thing>_id` from that thing's collection), then
+    the schema (enum, default, bound), then plausible values (free text, credentials, arrays, formats).
+    Records of the collection the tool's ids name come first."""
     props: dict[str, Any] = tool.parameters.get("properties", {})
     required = [p for p in tool.parameters.get("required", []) if p in props]
     if not required:
-        return {}
-    best: tuple[int, dict[str, Any]] = (-1, {})
-    for record in _records(collections):
-        got = {p: v for p in required if (v := _lookup(p, record)) is not None and _fits(v, props[p])}
-        if len(got) > best[0]:
-            best = (len(got), got)
-        if len(got) == len(required):
+        return [{}]
+    records = collection_records(collections)
+    owned = [p for p in required if re.search(r"(_id|Id|_key)$", p)]
+    home = next((t for p in owned for t in collections if _owner(p, t)), None)
+    records.sort(key=lambda tr: tr[0] != home)
+    scored: list[tuple[int, int, dict[str, Any]]] = []
+    for i, (table, record) in enumerate(records):
+        got = {p: v for p in required if (v := _lookup(p, record, table)) is not None and _fits(v, props[p])}
+        scored.append((-len(got), i, got))
+    scored.sort(key=lambda x: (x[0], x[1]))
+    out: list[dict[str, Any]] = []
+    for _, _, got in scored or [(0, 0, {})]:
+        args = dict(got)
+        for p in required:
+            if p not in args:
+                value = _schema_value(props[p])
+                if value is None:
+                    value = _plausible(p, props[p], records, home)
+                if value is not None:
+                    args[p] = value
+        if all(p in args for p in required) and args not in out:
+            out.append(args)
+        if len(out) >= limit:
             break
-    args = best[1]
-    for p in required:
-        if p not in args and (value := _schema_value(props[p])) is not None:
-            args[p] = value
-    return args if all(p in args for p in required) else None
+    return out
+
+
+def sample_args(tool: ToolSpec, collections: dict[str, Any]) -> dict[str, Any] | None:
+    """Arguments for one realistic call (the first of `candidate_args`), or None when a required value has
+    nothing behind it."""
+    found = candidate_args(tool, collections, limit=1)
+    return found[0] if found else None
 
 
 # --- writing the bundle --------------------------------------------------------------------
@@ -339,41 +513,120 @@ _TOOLS_HEADER = '''"""Tools of the Agent-World environment {env_id} ({title}), i
 
 Each implementation is the released source, unchanged. It reads MCP_DB_DIR to find its data; `_bound`
 points that variable and the working directory at this session's private state directory for one call
-and runs the implementation's module code inside the binding, then puts both back.
+and runs the implementation's module code inside the binding, then puts both back. During the call the
+clock stands still at _NOW (datetime.now/utcnow/today, date.today, time.time), so replays are stable, and
+error results in the release's shapes ({{"status": "error", "message"}}, {{"error": {{...}}, ...}}, {{"error": "..."}})
+become the runtime's `{{"error": {{"code", "message"}}}}`. Everything here is reached through aliases and
+`builtins`, so a tool named `exec`, `open`, `type` or `os` shadows nothing this code needs.
 """
 
-import os
-import threading
+import builtins as _builtins
+import datetime as _datetime
+import os as _os
+import threading as _threading
+import time as _time
 
-_LOCK = threading.Lock()
+_LOCK = _threading.Lock()
 _CODE = {{}}
+_NOW = _datetime.datetime.fromisoformat({now!r})  # naive, UTC
+_REAL = (_datetime.datetime, _datetime.date, _time.time)
+
+
+class _FixedDatetime(_datetime.datetime):
+    @classmethod
+    def now(cls, tz=None):
+        d = _NOW if tz is None else _NOW.replace(tzinfo=_datetime.timezone.utc).astimezone(tz)
+        return cls(d.year, d.month, d.day, d.hour, d.minute, d.second, d.microsecond, d.tzinfo)
+
+    @classmethod
+    def utcnow(cls):
+        return cls.now()
+
+    @classmethod
+    def today(cls):
+        return cls.now()
+
+
+class _FixedDate(_datetime.date):
+    @classmethod
+    def today(cls):
+        return cls(_NOW.year, _NOW.month, _NOW.day)
+
+
+def _fixed_time():
+    return _NOW.replace(tzinfo=_datetime.timezone.utc).timestamp()
+
+
+def _error_result(value):
+    """The runtime's error shape for an error result in one of the release's shapes, else the value."""
+    if not isinstance(value, dict):
+        return value
+    err = value.get("error")
+    if isinstance(err, dict) and err:
+        code = err.get("code") or err.get("type") or "error"
+        return {{"error": {{"code": str(code), "message": str(err.get("message") or err.get("detail") or "")}}}}
+    status = value.get("status")
+    failed = (isinstance(status, str) and status.lower() in ("error", "failed", "failure")) or (
+        value.get("success") is False and ("message" in value or "error" in value)
+    )
+    if isinstance(err, str) and err and (failed or len(value) <= 3):
+        failed = True
+    if failed:
+        code = value.get("code") or value.get("error_code") or (err if isinstance(err, str) and " " not in err else "")
+        message = value.get("message") or value.get("detail") or (err if isinstance(err, str) else "")
+        return {{"error": {{"code": str(code or "error"), "message": str(message)}}}}
+    return value
 
 
 def _bound(fn, source, state, params):
     code = _CODE.get(fn)
     if code is None:
-        code = _CODE[fn] = compile(source, "<agent-world " + fn + ">", "exec")
+        code = _CODE[fn] = _builtins.compile(source, "<agent-world " + fn + ">", "exec")
     with _LOCK:
-        saved_dir = os.environ.get("MCP_DB_DIR")
-        saved_cwd = os.getcwd()
-        os.environ["MCP_DB_DIR"] = state
-        os.chdir(state)
+        saved_dir = _os.environ.get("MCP_DB_DIR")
+        saved_cwd = _os.getcwd()
+        _os.environ["MCP_DB_DIR"] = state
+        _os.chdir(state)
+        _datetime.datetime, _datetime.date, _time.time = _FixedDatetime, _FixedDate, _fixed_time
         try:
             namespace = {{"__name__": "agent_world_" + fn}}
-            exec(code, namespace)
-            return namespace[fn](**params)
+            _builtins.exec(code, namespace)
+            return _error_result(namespace[fn](**params))
         finally:
-            os.chdir(saved_cwd)
+            _datetime.datetime, _datetime.date, _time.time = _REAL
+            _os.chdir(saved_cwd)
             if saved_dir is None:
-                os.environ.pop("MCP_DB_DIR", None)
+                _os.environ.pop("MCP_DB_DIR", None)
             else:
-                os.environ["MCP_DB_DIR"] = saved_dir
+                _os.environ["MCP_DB_DIR"] = saved_dir
 '''
 
+DEFAULT_NOW = "2025-01-01T12:00:00"
+_NOT_NOW = re.compile(r"(expir|due|until|deadline|end|valid_to|scheduled|start|birth|publish|release)", re.I)
 
-def render_tools(env_id: str, title: str, tools: list[ToolSpec], sources: dict[str, str]) -> str:
+
+def clock_instant(collections: dict[str, Any]) -> str:
+    """The instant the environment's clock stands at: the latest timestamp its records were stamped with
+    (fields like `created_at`, `fetched_at`; not due dates or expiries), else DEFAULT_NOW. Cache-expiry
+    rules then see the data as the original run did, and every replay sees the same time."""
+    latest: str | None = None
+    for _, r in collection_records(collections):
+        for k, v in r.items():
+            if isinstance(v, str) and _DATETIME.match(v) and not _NOT_NOW.search(k):
+                stamp = v[:19].replace(" ", "T")
+                try:
+                    datetime.fromisoformat(stamp)
+                except ValueError:
+                    continue
+                latest = stamp if latest is None or stamp > latest else latest
+    return latest or DEFAULT_NOW
+
+
+def render_tools(
+    env_id: str, title: str, tools: list[ToolSpec], sources: dict[str, str], now: str = DEFAULT_NOW
+) -> str:
     """tools.py: one `def name(state, **params)` per bindable tool, each wrapping the released source."""
-    parts = [_TOOLS_HEADER.format(env_id=env_id, title=title.replace('"', "'"))]
+    parts = [_TOOLS_HEADER.format(env_id=env_id, title=title.replace('"', "'"), now=now)]
     for t in tools:
         if t.name not in sources:
             continue
@@ -381,40 +634,132 @@ def render_tools(env_id: str, title: str, tools: list[ToolSpec], sources: dict[s
         doc = t.description.replace("\\", "\\\\").replace('"""', "'''").strip() or t.name
         parts.append(
             f"\n\n{const} = {_py_string(sources[t.name])}\n\n\n"
-            f"def {t.name}(state, **params):\n"
+            f"def {t.name}(_aw_state, /, **params):\n"
             f'    """{doc}"""\n'
-            f"    return _bound({t.name!r}, {const}, state, params)\n"
+            f"    return _bound({t.name!r}, {const}, _aw_state, params)\n"
         )
     return "".join(parts)
 
 
-def _probe_expectations(bundle: Path, cases: list[tuple[ToolSpec, dict[str, Any]]]) -> list[TestCase]:
-    """Test cases: a read must succeed on realistic arguments; a write is run once in a fresh session and
-    expected to succeed, or to refuse again with the same code when it refused on purpose (a conflict
-    with the data is a legitimate answer; a crash is not)."""
+class Probe(Model):
+    """What one realistic call did in a fresh session: its error code (None: it succeeded) and the
+    collections whose content it changed."""
+
+    args: dict[str, Any]
+    code: str | None = None
+    changed: list[str] = Field(default_factory=list)
+    appended_only: bool = True  # every changed collection only gained records
+
+
+def _changes(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> tuple[list[str], bool]:
+    changed = sorted(t for t in set(before) | set(after) if before.get(t) != after.get(t))
+    appended = all(
+        len(after.get(t, [])) > len(before.get(t, []))
+        and all(
+            any(json.dumps(r, sort_keys=True) == json.dumps(x, sort_keys=True) for x in after[t])
+            for r in before.get(t, [])
+        )
+        for t in changed
+    )
+    return changed, appended
+
+
+def probe_tools(bundle: Path, cases: dict[str, list[dict[str, Any]]]) -> dict[str, Probe]:
+    """Each tool called on its candidate arguments, each in a fresh session, until one call succeeds; the
+    state before and after shows what it changed. A tool whose bundle cannot load gets no probe."""
     from factory.envs.runtime import Environment, EnvironmentLoadError
 
-    out: list[TestCase] = []
-    writes = [(t, a) for t, a in cases if t.mutates]
-    observed: dict[str, str | None] = {}
-    if writes:
-        try:
-            with Environment.open(bundle) as env:
-                for t, args in writes:
+    out: dict[str, Probe] = {}
+    try:
+        with Environment.open(bundle) as env:
+            for name, candidates in cases.items():
+                for args in candidates:
                     with env.session() as s:
-                        r = s.call(t.name, args)
-                    observed[t.name] = r.error.code if r.error is not None else None
-        except EnvironmentLoadError:
-            observed = {}
-    for t, args in cases:
-        code = observed.get(t.name)
+                        before = s.snapshot().tables
+                        r = s.call(name, args)
+                        after = s.snapshot().tables
+                    changed, appended = _changes(before, after)
+                    out[name] = Probe(
+                        args=args,
+                        code=r.error.code if r.error is not None else None,
+                        changed=changed,
+                        appended_only=appended,
+                    )
+                    if r.ok:
+                        break
+    except EnvironmentLoadError:
+        return {}
+    return out
+
+
+def mutation_by_effect(tool: ToolSpec, probe: Probe | None, bookkeeping: list[str]) -> tuple[bool, list[str]]:
+    """`mutates` judged by what a successful call did, and the collections that are bookkeeping.
+
+    A read (by its name) that only appended records is logging: those collections become bookkeeping and
+    the tool stays a read. A call that changed only bookkeeping is a read. With no successful call to look
+    at, the source's verdict stands.
+    """
+    if probe is None or probe.code is not None:
+        return tool.mutates, []
+    ignored = {b[:-2] for b in bookkeeping if b.endswith(".*")}
+    real = [t for t in probe.changed if t not in ignored]
+    verb = re.split(r"[^a-z]", tool.name.lower())[0]
+    if real and probe.appended_only and verb not in WRITE_VERBS and not tool.mutates:
+        return False, real
+    if real and probe.appended_only and verb not in WRITE_VERBS and _reads_by_name(tool.name):
+        return False, real
+    if real:
+        return True, []
+    if tool.mutates and verb in WRITE_VERBS:
+        return True, []  # it changed nothing this time (same values, say); its name and source say it writes
+    return False, []
+
+
+_READ_VERBS = {
+    "get",
+    "list",
+    "search",
+    "find",
+    "fetch",
+    "lookup",
+    "query",
+    "read",
+    "show",
+    "view",
+    "check",
+    "describe",
+    "count",
+    "browse",
+    "retrieve",
+    "inspect",
+    "preview",
+    "compare",
+    "calculate",
+    "estimate",
+}
+
+
+def _reads_by_name(name: str) -> bool:
+    return re.split(r"[^a-z]", name.lower())[0] in _READ_VERBS
+
+
+def _expectations(tools: list[ToolSpec], probes: dict[str, Probe]) -> list[TestCase]:
+    """Test cases: a read must succeed on realistic arguments; a write is expected to succeed, or to refuse
+    again with the same code when it refused on purpose (a conflict with the data is a legitimate answer;
+    a crash is not)."""
+    out: list[TestCase] = []
+    for t in tools:
+        probe = probes.get(t.name)
+        if probe is None:
+            continue
+        code = probe.code
         if t.mutates and code is not None and code not in _BROKEN_CODES:
             expect = TestExpect(ok=False, error_code=code)
             name = f"{t.name}: refuses realistic arguments with {code} again"
         else:
             expect = TestExpect(ok=True)
             name = f"{t.name}: succeeds on arguments from the data"
-        out.append(TestCase(tool=t.name, args=args, expect=expect, name=name))
+        out.append(TestCase(tool=t.name, args=probe.args, expect=expect, name=name))
     return out
 
 
@@ -455,6 +800,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
 
     readme = next((p for p in sorted(env_dir.iterdir()) if p.is_file() and p.stem.lower() == "readme"), None)
     title = str(meta.get("name") or env_dir.name)
+    bookkeeping = bookkeeping_fields(collections)
     spec = EnvSpec(
         id=f"agent-world-{env_dir.name}",
         title=title,
@@ -464,7 +810,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
         backend="files",
         tools=tools,
         entities=entities_from_collections(collections),
-        bookkeeping=bookkeeping_fields(collections),
+        bookkeeping=bookkeeping,
         lineage=Lineage(
             stage="import_agent_world",
             code_version=cached_code_version(__name__),
@@ -472,7 +818,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
             generator=GENERATOR,
         ),
     )
-    cases = [(t, a) for t in tools if (a := sample_args(t, collections)) is not None]
+    cases = {t.name: found for t in tools if t.name in sources and (found := candidate_args(t, collections))}
 
     with atomic_dir(Path(out)) as tmp:
         state = tmp / STATE_DIR
@@ -482,8 +828,17 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
         if readme is not None:
             shutil.copyfile(readme, tmp / "README.md")
         write_json_atomic(tmp / ENV_JSON, spec)
-        write_text_atomic(tmp / TOOLS_PY, render_tools(env_dir.name, title, tools, sources))
-        tests = _probe_expectations(tmp, cases)
+        write_text_atomic(tmp / TOOLS_PY, render_tools(env_dir.name, title, tools, sources, clock_instant(collections)))
+        probes = probe_tools(tmp, cases)
+        judged: list[ToolSpec] = []
+        for t in tools:
+            mutates, logs = mutation_by_effect(t, probes.get(t.name), bookkeeping)
+            bookkeeping += [f"{table}.*" for table in logs if f"{table}.*" not in bookkeeping]
+            judged.append(t.model_copy(update={"mutates": mutates}))
+        tools = judged
+        spec = spec.model_copy(update={"tools": tools, "bookkeeping": bookkeeping})
+        write_json_atomic(tmp / ENV_JSON, spec)
+        tests = _expectations(tools, probes)
         write_json_atomic(tmp / TESTS_JSON, [c.model_dump(mode="json") for c in tests])
         report = _explain(run_gate(tmp, tests), tools, problems)
         kept = set(report.kept_tools)
@@ -505,6 +860,8 @@ def _explain(report: GateReport, tools: list[ToolSpec], problems: dict[str, str]
             reasons.append(f"{t.name}: dropped, {problems[t.name]}")
             if tr is not None:
                 by_tool[t.name] = tr.model_copy(update={"failures": [problems[t.name], *tr.failures]})
+            else:
+                by_tool[t.name] = ToolReport(cases=0, passed=0, accuracy=0.0, kept=False, failures=[problems[t.name]])
         elif tr is None:
             reasons.append(f"{t.name}: dropped, no test case (no record of the data fills its required arguments)")
         elif not tr.kept:

@@ -1,7 +1,8 @@
 """Import the tasks of Agent-World release environments (the format of its `environment_mix/` and question files).
 
-`environment_mix/questions/<id>.json` holds one question or a list of them: `task`, `reference_answer`,
-`grading_rubric {success_criteria[], verified_tool_chain[{tool, args}]}`. Each becomes a graph task whose
+`environment_mix/questions/<id>.json` is `{"env_id", "name", "tasks": [...]}` (a bare list or one question is
+read too); each question has `task`, `reference_answer`, `grading_rubric {success_criteria[],
+verified_tool_chain[{tool, args}]}`. Each becomes a graph task whose
 gold is the verified chain and whose rubric is built offline from what can be checked mechanically:
 - state checks from the chain's effect, replayed in a fresh session of the imported bundle (rows created,
   fields changed, rows deleted; bookkeeping columns left out), and an end_state check that nothing else
@@ -10,8 +11,11 @@ gold is the verified chain and whose rubric is built offline from what can be ch
   numbers, dates), preferring those a success criterion names, whose text becomes the check's description;
   their competitors are what another row or a near miss would give (the column's other values, a count's
   neighbours), less what the question or the reference answer states.
-Free-text criteria that name no value are left to an LLM judge (a later stage). About half of the release
-cannot reproduce its chains, so the tasks go through the same filter and audit as our own.
+Free-text criteria that name no value are left to an LLM judge (a later stage). A value the question itself
+states is never an answer check (an answer that echoes the question must not pass). A chain that fails on
+replay drops its question before the filter, with `chain_fails_on_release_data: ...` when the released tool
+refused or crashed on the released data, and `import_error: ...` when our import is why (the tool was not
+kept, or our binding or argument check refused it). The rest go through the same filter and audit as ours.
 """
 
 from __future__ import annotations
@@ -63,10 +67,13 @@ def questions_path(env_dir: str | Path) -> Path:
 
 
 def load_questions(path: str | Path) -> list[AgentWorldQuestion]:
-    """Read a questions file: one question object, a list of them, or `{"questions": [...]}`."""
+    """Read a questions file as released, `{"env_id", "name", "tasks": [...]}`; one question object, a list
+    of them, or `{"questions": [...]}` are read too."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if isinstance(data, dict) and isinstance(data.get("questions"), list):
-        data = data["questions"]
+    for key in ("tasks", "questions"):
+        if isinstance(data, dict) and isinstance(data.get(key), list):
+            data = data[key]
+            break
     items = data if isinstance(data, list) else [data]
     return [AgentWorldQuestion.model_validate(item) for item in items]
 
@@ -86,7 +93,8 @@ def state_checks(diff: StateDiff, bookkeeping: list[str]) -> list[RubricCheck]:
     for table, d in sorted(diff.tables.items()):
         for row in d.added:
             where = {k: v for k, v in row.items() if not cols.ignored(table, k) and not isinstance(v, dict | list)}
-            checks.append(RubricCheck(kind="row_exists", table=table, where=where))
+            if where:  # a keyed object's one "row" holds only objects: nothing to match it by
+                checks.append(RubricCheck(kind="row_exists", table=table, where=where))
         if d.key is None:
             for row in d.removed:
                 checks.append(RubricCheck(kind="row_absent", table=table, where=row))
@@ -101,15 +109,16 @@ def state_checks(diff: StateDiff, bookkeeping: list[str]) -> list[RubricCheck]:
     return checks
 
 
-def answer_checks(reference: str, produced: list[Any], criteria: list[str]) -> list[RubricCheck]:
-    """Values the chain produced that the reference answer states; those a criterion names come first."""
+def answer_checks(reference: str, produced: list[Any], criteria: list[str], question: str = "") -> list[RubricCheck]:
+    """Values the chain produced that the reference answer states and the question does not (echoing the
+    question must not pass); those a criterion names come first."""
     seen: set[str] = set()
     candidates: list[tuple[bool, Any, str]] = []
     for value in produced:
         if isinstance(value, bool) or value is None or (isinstance(value, str) and len(value.strip()) < 2):
             continue
         mark = json.dumps(value)
-        if mark in seen or not answer_contains(reference, value):
+        if mark in seen or not answer_contains(reference, value) or (question and answer_contains(question, value)):
             continue
         seen.add(mark)
         criterion = next((c for c in criteria if answer_contains(c, value)), "")
@@ -129,7 +138,7 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
     produced = [leaf for r in replay.results if r.ok for leaf in _leaves(r.value)]
     produced += [leaf for c in chain for leaf in _leaves(c.args)]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
-    answers = answer_checks(reference, produced, q.grading_rubric.success_criteria)
+    answers = answer_checks(reference, produced, q.grading_rubric.success_criteria, q.task)
     tables = sorted(set(replay.initial.tables) | set(replay.final.tables))
     rows = {t: [*replay.initial.tables.get(t, []), *replay.final.tables.get(t, [])] for t in tables}
     for check in answers:
@@ -157,6 +166,30 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
     )
 
 
+# Codes our side produces: the runtime's argument check, a tool the gate did not keep, the sandbox.
+_IMPORT_CODES = {"unknown_tool", "invalid_arguments", "session_closed", "timeout", "worker_crashed", "resource_limit"}
+
+
+def chain_failure(spec: EnvSpec, chain: list[ToolCall], results: list[Any], dropped: dict[str, str]) -> str | None:
+    """Why a verified chain does not replay, or None: `import_error: ...` when our import is the cause,
+    `chain_fails_on_release_data: ...` when the released tool refuses or crashes on the released data."""
+    for i, (call, r) in enumerate(zip(chain, results, strict=False), 1):
+        if r.ok:
+            continue
+        err = r.error
+        code = err.code if err is not None else "error"
+        message = err.message if err is not None else ""
+        where = f"call {i} {call.tool}"
+        if call.tool in dropped:
+            return f"import_error: {where}: the tool was not kept ({dropped[call.tool]})"
+        if code in _IMPORT_CODES or r.env_error:
+            return f"import_error: {where}: {code}: {message}"
+        return f"chain_fails_on_release_data: {where}: {code}: {message}"
+    if len(results) < len(chain):
+        return f"import_error: call {len(results) + 1} {chain[len(results)].tool}: not replayed"
+    return None
+
+
 def import_agent_world_tasks(
     bundle_dir: str | Path,
     questions_file: str | Path,
@@ -165,18 +198,47 @@ def import_agent_world_tasks(
     solver: Solver | None = None,
     rubric_reward: str | None = None,
 ) -> TaskSynthesis:
-    """Import the questions of one release environment (already imported as a bundle) through the filter
-    and the audit; dropped questions keep their reason."""
+    """Import the questions of one release environment (already imported as a bundle): a question whose
+    chain does not replay is dropped with the reason; the rest go through the filter and the audit."""
     from factory.store import hash_file
+    from factory.tasks.synthesize import DroppedTask, reason_code
 
     started = time.perf_counter()
     bundle = Bundle.open(bundle_dir)
     spec = bundle.spec
+    report = bundle.report()
+    dropped_tools = {
+        name: "; ".join(tr.failures[:1]) or "dropped by the gate"
+        for name, tr in (report.tools.items() if report is not None else [])
+        if not tr.kept
+    }
     questions = load_questions(questions_file)
     env, session_factory = environment_session_factory(bundle)
     with env:
         origin = hash_file(Path(questions_file))
-        tasks = [question_task(spec, q, session_factory, origin) for q in questions]
-        return curate_tasks(
+        tasks: list[Task] = []
+        failed: list[DroppedTask] = []
+        for q in questions:
+            chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
+            why = chain_failure(spec, chain, replay_calls(session_factory, chain).results, dropped_tools)
+            if why is None:
+                tasks.append(question_task(spec, q, session_factory, origin))
+            else:
+                failed.append(DroppedTask(id="", kind="graph", question=q.task, reason=why, reasons=[why]))
+        result = curate_tasks(
             bundle, tasks, session_factory, seed=seed, solver=solver, rubric_reward=rubric_reward, started=started
         )
+    dropped = [*failed, *result.dropped]
+    summary: dict[str, int] = {}
+    for d in dropped:
+        summary[reason_code(d.reason)] = summary.get(reason_code(d.reason), 0) + 1
+    summary["kept"] = len(result.tasks)
+    return result.model_copy(
+        update={
+            "dropped": dropped,
+            "generated": len(questions),
+            "yield_rate": len(result.tasks) / len(questions) if questions else 0.0,
+            "audit_summary": dict(sorted(summary.items())),
+            "seconds": time.perf_counter() - started,
+        }
+    )

@@ -22,7 +22,7 @@ from factory.verify.scoring import environment_session_factory, replay_calls
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 RELEASE = FIXTURES / "agent_world" / "environment_mix"
-QUESTIONS = FIXTURES / "agent_world_questions"
+QUESTIONS = RELEASE / "questions"  # the release layout: environment_mix/questions/<id>.json
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +36,12 @@ def test_library_questions_keep_the_sound_ones_and_say_why_the_rest_went(library
     result = import_agent_world_tasks(library, QUESTIONS / "0731001.json")
     assert result.env_id == "agent-world-0731001"
     assert result.generated == 5 and len(result.tasks) == 3
-    assert result.audit_summary == {"gold_fails": 1, "kept": 3, "ungrounded_write": 1}
+    assert result.audit_summary == {"chain_fails_on_release_data": 1, "kept": 3, "ungrounded_write": 1}
     reasons = {d.question.split(" ")[0]: d.reason for d in result.dropped}
     assert reasons["Ada"].startswith("ungrounded_write: call 1 return_book: loan_id='L0002'")
-    assert reasons["Lend"] == "gold_fails: call 1 checkout_book: invalid_transition: member M003 is suspended"
+    assert reasons["Lend"] == (
+        "chain_fails_on_release_data: call 1 checkout_book: invalid_transition: member M003 is suspended"
+    )
 
 
 def test_a_checkout_question_gets_state_and_answer_checks(library):
@@ -88,9 +90,10 @@ def test_a_broken_released_tool_drops_its_question(tmp_path):
     out = tmp_path / "recipes"
     import_agent_world(RELEASE / "0822002", out)
     result = import_agent_world_tasks(out, QUESTIONS / "0822002.json")
-    assert result.audit_summary == {"gold_fails": 1, "kept": 2}
+    assert result.audit_summary == {"import_error": 1, "kept": 2}
     # The gate dropped rate_recipe (its released code raises NameError): the question that needs it goes too.
-    assert result.dropped[0].reason.startswith("gold_fails: call 1 rate_recipe: ")
+    assert result.dropped[0].reason.startswith("import_error: call 1 rate_recipe: the tool was not kept (")
+    assert "NameError" in result.dropped[0].reason
     pantry = next(t for t in result.tasks if t.mutates)
     row = next(c for c in pantry.rubric if c.kind == "row_exists")
     assert row.where is not None and "updated_at" not in row.where  # clock-stamped bookkeeping is not compared
@@ -98,10 +101,12 @@ def test_a_broken_released_tool_drops_its_question(tmp_path):
 
 def test_question_files_in_every_release_shape(tmp_path):
     one = {"task": "t", "reference_answer": "r", "grading_rubric": {"success_criteria": [], "verified_tool_chain": []}}
-    for i, data in enumerate([one, [one, one], {"questions": [one]}]):
+    released = {"env_id": "0000001", "name": "X", "tasks": [one, one]}
+    for i, data in enumerate([released, one, [one, one], {"questions": [one]}]):
         path = tmp_path / f"{i}.json"
         path.write_text(json.dumps(data))
-        assert [q.task for q in load_questions(path)] == ["t"] * (2 if i == 1 else 1)
+        assert [q.task for q in load_questions(path)] == ["t"] * (2 if i in (0, 2) else 1)
+    assert len(load_questions(QUESTIONS / "0731001.json")) == 5  # the fixtures are in the released shape
     assert questions_path(RELEASE / "0731001") == RELEASE / "questions" / "0731001.json"
 
 
