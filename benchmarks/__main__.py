@@ -34,10 +34,17 @@ def _reward_integrity(quick: bool) -> dict[str, Any]:
     return run(quick)
 
 
+def _real_inputs(quick: bool) -> dict[str, Any]:
+    from benchmarks.real_inputs import run
+
+    return run(quick)
+
+
 BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "runtime": _runtime,
     "tasks": _tasks,
     "reward_integrity": _reward_integrity,
+    "real_inputs": _real_inputs,
 }
 
 

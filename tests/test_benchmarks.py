@@ -128,3 +128,17 @@ def test_reward_integrity_quick_writes_shares_per_attack_variant_and_kind(tmp_pa
     assert set(data["targets"]) == {*ATTACKS, "variants", "every_environment_measured"}
     assert all(isinstance(t["pass"], bool) for t in data["targets"].values())
     assert data["machine"]["python"] and data["method"]
+
+
+def test_real_inputs_quick_measures_each_input(tmp_path):
+    from benchmarks import real_inputs
+
+    if not real_inputs.REAL.is_dir():
+        pytest.skip("../shared/real is not here")
+    assert main(["real_inputs", "--quick", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "real_inputs.json").read_text())
+    assert set(data["per_input"]) == set(real_inputs.QUICK)
+    for row in data["per_input"].values():
+        assert row["operations"] >= row["tools_kept"] >= 1
+        assert row["build_seconds"] > 0 and row["build_peak_mb"] > 10
+        assert set(row["tasks_kept"]) == {"graph", "program"}

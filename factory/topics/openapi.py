@@ -28,7 +28,8 @@ from factory.naming import plural, singular, slugify, snake_case
 from factory.topics.documents import SourceError, read_document
 
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
-MAX_DEPTH = 12
+MAX_DEPTH = 12  # nested `$ref` expansions
+MAX_NODES = 10_000  # nodes (objects, lists, values) in one inlined schema
 _DROP_KEYS = {"example", "examples", "xml", "discriminator", "externalDocs", "nullable"}
 
 
@@ -45,6 +46,8 @@ class _Ref:
 class _Resolver:
     path: Path
     docs: dict[Path, Any] = field(default_factory=dict)
+    _memo: dict[str, tuple[Any, int]] = field(default_factory=dict)
+    _busy: list[str] = field(default_factory=list)
 
     def lookup(self, ref: str, base: Path) -> _Ref:
         if not isinstance(ref, str):
@@ -82,33 +85,60 @@ class _Resolver:
             node, base = r.node, r.base
         return node, base
 
-    def inline(self, schema: Any, base: Path, stack: tuple[str, ...] = ()) -> Any:
-        """A schema with every `$ref` replaced by its target; a recursive reference becomes a plain object."""
+    def inline(self, schema: Any, base: Path) -> Any:
+        """A schema with every `$ref` replaced by its target, at most MAX_NODES nodes in all.
+
+        Each referenced schema is expanded once and the expansion shared (callers must not mutate it);
+        a reference met again while it is being expanded (a cycle), met deeper than MAX_DEPTH, or whose
+        expansion no longer fits in the node budget becomes a shallow stand-in."""
+        return self._inline(schema, base, [MAX_NODES])
+
+    def _inline(self, schema: Any, base: Path, room: list[int]) -> Any:
+        room[0] -= 1
         if isinstance(schema, list):
-            return [self.inline(s, base, stack) for s in schema]
+            return [self._inline(s, base, room) for s in schema]
         if not isinstance(schema, dict):
             return schema
         if "$ref" in schema:
             r = self.lookup(schema["$ref"], base)
-            name = r.key.rpartition("/")[2]
-            if r.key in stack or len(stack) >= MAX_DEPTH:
-                return {"type": "object", "description": f"A {name} (recursive reference, not expanded)."}
-            resolved = self.inline(r.node, r.base, (*stack, r.key))
-            extra = {k: v for k, v in schema.items() if k != "$ref" and k not in _DROP_KEYS}
-            return {**resolved, **extra} if isinstance(resolved, dict) else resolved
+            resolved = self._expand(r, room)
+            extra = {k: v for k, v in schema.items() if k != "$ref" and k not in _DROP_KEYS and not k.startswith("x-")}
+            return {**resolved, **extra} if isinstance(resolved, dict) and extra else resolved
         out: dict[str, Any] = {}
         for k, v in schema.items():
-            if k in _DROP_KEYS:
+            if k in _DROP_KEYS or (k.startswith("x-") and _has_ref(v)):
                 continue
             if k == "properties" and isinstance(v, dict):
-                out[k] = {pk: self.inline(pv, base, stack) for pk, pv in v.items()}
+                room[0] -= 1
+                out[k] = {pk: self._inline(pv, base, room) for pk, pv in v.items()}
             elif isinstance(v, dict | list):
-                out[k] = self.inline(v, base, stack)
+                out[k] = self._inline(v, base, room)
             else:
+                room[0] -= 1
                 out[k] = v
         if schema.get("nullable") is True and isinstance(out.get("type"), str):
             out["type"] = [out["type"], "null"]
         return _flatten_all_of(out)
+
+    def _expand(self, r: _Ref, room: list[int]) -> Any:
+        """The shared expansion of a referenced schema, or its stand-in where it would recurse or not fit."""
+        if r.key in self._busy or len(self._busy) >= MAX_DEPTH:
+            room[0] -= 3
+            return _stand_in(r, "recursive reference")
+        if r.key not in self._memo:
+            self._busy.append(r.key)
+            own = [MAX_NODES]
+            try:
+                value = self._inline(r.node, r.base, own)
+            finally:
+                self._busy.pop()
+            self._memo[r.key] = (value, MAX_NODES - own[0])
+        value, size = self._memo[r.key]
+        if size > room[0]:
+            room[0] -= 3
+            return _stand_in(r, "large schema")
+        room[0] -= size
+        return value
 
     def object_props(self, schema: Any, base: Path, stack: tuple[str, ...] = ()) -> tuple[dict[str, Any], set[str]]:
         """Properties (left raw, refs intact) and required names of an object schema, through `$ref` and allOf."""
@@ -128,6 +158,41 @@ class _Resolver:
         props.update({k: (v, base) for k, v in (schema.get("properties") or {}).items()})
         required |= set(schema.get("required") or [])
         return props, required
+
+
+def _has_ref(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "$ref" in value or any(_has_ref(v) for v in value.values())
+    return isinstance(value, list) and any(_has_ref(v) for v in value)
+
+
+def _merge_fields(fields: list[FieldSpec]) -> list[FieldSpec]:
+    """One field per name: an embedded object (`user`, read as `user_id`) next to its own `user_id`
+    property is one column, the first one met, which takes the other's reference when it has none."""
+    by_name: dict[str, FieldSpec] = {}
+    for f in fields:
+        first = by_name.get(f.name)
+        if first is None:
+            by_name[f.name] = f
+        elif first.references is None and f.references is not None and not first.primary_key:
+            by_name[f.name] = first.model_copy(update={"references": f.references})
+    return list(by_name.values())
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a JSON value, so that no expansion shared by the resolver leaves it."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _stand_in(r: _Ref, why: str) -> dict[str, Any]:
+    """A shallow schema in place of a referenced one that is not expanded."""
+    name = r.key.rpartition("/")[2]
+    t = _main_type(r.node) if isinstance(r.node, dict) else None
+    return {"type": t or "object", "description": f"A {name} ({why}, not expanded)."}
 
 
 def _flatten_all_of(schema: dict[str, Any]) -> dict[str, Any]:
@@ -298,9 +363,9 @@ class _OpenAPIReader:
         by_entity = {names[n]: n for n in chosen}
         out = {}
         for n, (props, required) in chosen.items():
-            fields = [
-                self._field(k, v, b, k in required, names[n], pks[n], by_entity, pks) for k, (v, b) in props.items()
-            ]
+            fields = _merge_fields(
+                [self._field(k, v, b, k in required, names[n], pks[n], by_entity, pks) for k, (v, b) in props.items()]
+            )
             if not any(f.primary_key for f in fields):
                 fields.insert(0, FieldSpec(name=pks[n], primary_key=True, unique=True, required=True))
             fields.sort(key=lambda f: not f.primary_key)
@@ -355,7 +420,7 @@ class _OpenAPIReader:
             spec["format"] = "json"
         elif fmt:
             spec["format"] = str(fmt)
-        if isinstance(schema.get("enum"), list):
+        if isinstance(schema.get("enum"), list) and spec.get("type", "string") == "string":
             spec["enum"] = [str(v) for v in schema["enum"] if v is not None]
         for key in ("minimum", "maximum"):
             if isinstance(schema.get(key), int | float) and not isinstance(schema.get(key), bool):
@@ -479,7 +544,7 @@ class _OpenAPIReader:
                 props["body"] = self.resolver.inline(body, op.base)
                 if body_required:
                     required.append("body")
-        out: dict[str, Any] = {"type": "object", "properties": props}
+        out: dict[str, Any] = {"type": "object", "properties": _copy(props)}
         if required:
             out["required"] = list(dict.fromkeys(required))
         return out
