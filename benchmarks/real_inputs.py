@@ -83,9 +83,13 @@ def _run(args: list[str], timeout: float) -> tuple[int | None, float, float | No
 def _measure(source: Path, out: Path) -> dict[str, Any]:
     from factory.tasks.table import read_tasks
     from factory.topics import load_source
+    from factory.topics.documents import SourceError
 
     factory = [sys.executable, "-c", "from assets.cli import main; main()"]
-    operations = sum(len(t.tools) for t in load_source(source))
+    try:
+        operations = sum(len(t.tools) for t in load_source(source))
+    except SourceError as e:  # a document that describes no operations (webhooks only) is reported, not built
+        return {"operations": 0, "tools_kept": 0, "error": str(e)}
     code, seconds, peak, err = _run([*factory, "build-env", str(source), "--out", str(out)], timeout=900)
     row: dict[str, Any] = {"operations": operations, "build_seconds": round(seconds, 1), "build_peak_mb": peak}
     report_path = out / "report.json"
