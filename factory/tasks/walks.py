@@ -286,7 +286,27 @@ class GraphTaskSynthesizer:
             answer = next(iter(answer_values.values()))
         elif answer_values:
             answer = answer_values
-        difficulty = self.difficulty(steps, gold, style)
+        return self.task(
+            question,
+            answer,
+            gold,
+            rubric,
+            self.difficulty(steps, gold, style),
+            capabilities=self.capabilities(steps),
+            mutates=mutates,
+            needs_pagination=any(s.intent.pages for s in steps),
+        )
+
+    def task(
+        self,
+        question: str,
+        answer: Any,
+        gold: list[ToolCall],
+        rubric: list[RubricCheck],
+        difficulty: Difficulty,
+        **fields: Any,
+    ) -> Task:
+        """A graph task of this environment; its id is a content hash of the question and the gold."""
         return Task(
             id=f"{self.spec.id}-graph-{hash_value([question, [c.model_dump() for c in gold]])[:12]}",
             env_id=self.spec.id,
@@ -297,11 +317,9 @@ class GraphTaskSynthesizer:
             rubric=rubric,
             verifier=None,
             difficulty=difficulty,
-            capabilities=self.capabilities(steps),
-            mutates=mutates,
             gold_calls=len(gold),
-            needs_pagination=any(s.intent.pages for s in steps),
             lineage=self.lineage,
+            **fields,
         )
 
     # --- steps --------------------------------------------------------------------------------
@@ -1454,26 +1472,18 @@ class GraphTaskSynthesizer:
             answer = values[0]
         elif answer_values:
             answer = dict(answer_values)
-        names = [s.tool.name for s in steps]
-        kinds = [k for _, _, k in walk_edges(self.graph, names)]
-        weak = sum(k != "strong" for k in kinds) / len(kinds) if kinds else 0.0
-        difficulty = difficulty.model_copy(update={"chain_length": len(gold), "weak_edge_share": round(weak, 3)})
-        return Task(
-            id=f"{self.spec.id}-graph-{hash_value([question, [c.model_dump() for c in gold]])[:12]}",
-            env_id=self.spec.id,
-            kind="graph",
-            question=question,
-            answer=answer,
-            gold=gold,
-            rubric=[*answer_checks, *checks, end_state],
-            verifier=None,
-            difficulty=difficulty,
+        weak = self.weak_edge_share(steps)
+        difficulty = difficulty.model_copy(update={"chain_length": len(gold), "weak_edge_share": weak})
+        return self.task(
+            question,
+            answer,
+            gold,
+            [*answer_checks, *checks, end_state],
+            difficulty,
             capabilities=sorted({*self.capabilities(steps), *(["constraint"] if difficulty.constraints else [])}),
             mutates=mutates,
-            gold_calls=len(gold),
             needs_pagination=needs_pagination,
             refusals=refusals,
-            lineage=self.lineage,
         )
 
     # --- answers, rubric, replay --------------------------------------------------------------
@@ -1613,13 +1623,15 @@ class GraphTaskSynthesizer:
                             raise _WalkFailed(f"{c.tool}.{p} is neither stated nor read")
                 seen_outputs.append(canonical_json(r).decode())
 
+    def weak_edge_share(self, steps: list[Step]) -> float:
+        """The share of consecutive steps joined by a weak or independent edge of the tool graph."""
+        kinds = [k for _, _, k in walk_edges(self.graph, [s.tool.name for s in steps])]
+        return round(sum(k != "strong" for k in kinds) / len(kinds), 3) if kinds else 0.0
+
     def difficulty(self, steps: list[Step], gold: list[ToolCall], style: Style) -> Difficulty:
-        names = [s.tool.name for s in steps]
-        kinds = [k for _, _, k in walk_edges(self.graph, names)]
-        weak = sum(k != "strong" for k in kinds) / len(kinds) if kinds else 0.0
         return Difficulty(
             chain_length=len(gold),
-            weak_edge_share=round(weak, 3),
+            weak_edge_share=self.weak_edge_share(steps),
             obscured=style.obscured,
             pages=max(s.pages for s in steps),
             constraints=sorted({s.constraint for s in steps if s.constraint}),
