@@ -19,7 +19,7 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
-from factory.models import Model, Task
+from factory.models import Difficulty, Model, Task
 
 Level = Literal["easy", "medium", "hard"]
 LEVELS: tuple[str, ...] = get_args(Level)
@@ -74,10 +74,14 @@ def knobs_for(level: str | None = None, **overrides: int | bool | None) -> Knobs
 
 def shortfalls(task: Task, knobs: Knobs) -> list[str]:
     """Where `task` stays below a knob, one reason per knob ("chain_length: 8 of 14 calls")."""
-    reached = task.difficulty
+    return reached_shortfalls(task.gold_calls, task.difficulty, knobs)
+
+
+def reached_shortfalls(gold_calls: int, reached: Difficulty, knobs: Knobs) -> list[str]:
+    """`shortfalls` for what a task, or a draft before it is one, reached: its gold calls and difficulty."""
     out = []
-    if task.gold_calls < knobs.chain_length:
-        out.append(f"chain_length: {task.gold_calls} of {knobs.chain_length} calls")
+    if gold_calls < knobs.chain_length:
+        out.append(f"chain_length: {gold_calls} of {knobs.chain_length} calls")
     if knobs.pages > 1 and reached.pages < knobs.pages:
         out.append(f"pages: {reached.pages} of {knobs.pages} pages of one listing")
     if len(reached.constraints) < knobs.constraints:

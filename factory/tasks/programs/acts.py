@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from factory.models import Difficulty, EntitySpec, FieldSpec, ToolSpec
-from factory.tasks.difficulty import Knobs
+from factory.tasks.difficulty import Knobs, reached_shortfalls
 from factory.tasks.programs.conditions import Condition, Selection, conditions
 from factory.tasks.programs.draft import program
 from factory.tasks.programs.view import EnvView, Rows, page_size, words
@@ -277,19 +277,22 @@ def score(view: EnvView, act: Act) -> Act | None:
     return replace(act, stats=stats)
 
 
+def stats_short(stats: dict[str, Any], knobs: Knobs) -> int:
+    """How many knobs a draft's expected stats (calls, pages, constraints, obscured, distractors, refused)
+    stay below (0: it meets them all)."""
+    reached = Difficulty(
+        pages=stats["pages"],
+        constraints=list(stats["constraints"]),
+        obscured=bool(stats["obscured"]),
+        distractors=stats["distractors"],
+        recovery=stats["refused"],
+    )
+    return len(reached_shortfalls(stats["calls"], reached, knobs))
+
+
 def short_of(act: Act, knobs: Knobs) -> int:
     """How many knobs an act stays below (0: it meets them all)."""
-    s = act.stats
-    return sum(
-        [
-            s["calls"] < knobs.chain_length,
-            knobs.pages > 1 and s["pages"] < knobs.pages,
-            len(s["constraints"]) < knobs.constraints,
-            knobs.obscured and not s["obscured"],
-            s["distractors"] < knobs.distractors,
-            s["refused"] < knobs.recovery,
-        ]
-    )
+    return stats_short(act.stats, knobs)
 
 
 def ranked(acts: list[Act], knobs: Knobs, rng: random.Random, k: int = 12) -> list[Act]:

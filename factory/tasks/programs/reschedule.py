@@ -18,7 +18,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from factory.models import Difficulty, EntitySpec, FieldSpec, ToolSpec
-from factory.tasks.programs.acts import MAX_ACTED, Owner, label, owners, pages
+from factory.tasks.programs.acts import MAX_ACTED, Owner, label, owners, pages, stats_short
 from factory.tasks.programs.draft import Draft, limited, program
 from factory.tasks.programs.view import EnvView, Rows, page_size, words
 
@@ -207,20 +207,6 @@ def _plans(view: EnvView, rng: random.Random) -> list[Plan]:
     return out
 
 
-def _short(plan: Plan, view: EnvView) -> int:
-    k, s = view.knobs, plan.stats
-    return sum(
-        [
-            s["calls"] < k.chain_length,
-            k.pages > 1 and s["pages"] < k.pages,
-            len(s["constraints"]) < k.constraints,
-            k.obscured and not s["obscured"],
-            s["distractors"] < k.distractors,
-            s["refused"] < k.recovery,
-        ]
-    )
-
-
 def _length_words(cal: Calendar) -> str:
     if cal.length.end is not None:
         return f"its {label(_field(cal.entity, cal.length.end))} moves with it, so it keeps its length"
@@ -309,7 +295,7 @@ def _code(plan: Plan) -> str:
 def propose_reschedule(view: EnvView, rng: random.Random) -> Iterator[Draft]:
     """Read the resources, their bookings over every page, and move each one in the period to its next free slot."""
     plans = limited(_plans(view, rng), rng, 48)
-    plans.sort(key=lambda p: (_short(p, view), p.stats["calls"] < 1.5 * view.knobs.chain_length))
+    plans.sort(key=lambda p: (stats_short(p.stats, view.knobs), p.stats["calls"] < 1.5 * view.knobs.chain_length))
     for plan in plans[:12]:
         cal, owner = plan.cal, plan.owner
         things, thing = words(cal.entity.table), words(cal.entity.name)
