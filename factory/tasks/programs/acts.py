@@ -21,7 +21,7 @@ from typing import Any
 from factory.models import Difficulty, EntitySpec, FieldSpec, ToolSpec
 from factory.tasks.difficulty import Knobs, reached_shortfalls
 from factory.tasks.programs.conditions import Condition, Selection, conditions
-from factory.tasks.programs.draft import program
+from factory.tasks.programs.draft import Draft, program
 from factory.tasks.programs.view import EnvView, Rows, page_size, words
 
 MAX_ACTED = 10  # rows one act changes, at most (each may add a note too)
@@ -528,3 +528,21 @@ REFUSALS = (
 
 def pages_hint(act: Act, knobs: Knobs) -> str:
     return " Check every page of the listings, not only the first." if knobs.pages > 1 else ""
+
+
+def act_draft(family: str, act: Act, question: str, answer: str, capabilities: list[str]) -> Draft:
+    """The draft of an act: its gold answers `answer` ("count", "split", "refused"), and an act that meets
+    refusals has the "recovery" capability."""
+    write = writer(act, answer)
+    if act.recover and "recovery" not in capabilities:
+        capabilities = [*capabilities, "recovery"]
+    return Draft(
+        family=family,
+        question=question,
+        program=write(act.selections()),
+        capabilities=capabilities,
+        difficulty=difficulty(act),
+        mutates=True,
+        selections=act.selections(),
+        write=write,
+    )

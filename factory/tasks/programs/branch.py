@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from factory.tasks.programs.acts import REFUSALS, acts_for, difficulty, pages_hint, scoped, where, writer
+from factory.tasks.programs.acts import REFUSALS, act_draft, acts_for, pages_hint, scoped, where
 from factory.tasks.programs.draft import Draft
 from factory.tasks.programs.view import EnvView, words
 
@@ -40,14 +40,4 @@ def propose_branch(view: EnvView, rng: random.Random) -> Iterator[Draft]:
                     f"{f}? Give the counts by {f}.",
                 ]
             )
-        write = writer(act, "split")
-        yield Draft(
-            family="branch",
-            question=question,
-            program=write(act.selections()),
-            capabilities=["loops", "branching", "mutation"] + (["recovery"] if act.recover else []),
-            difficulty=difficulty(act),
-            mutates=True,
-            selections=act.selections(),
-            write=write,
-        )
+        yield act_draft("branch", act, question, "split", ["loops", "branching", "mutation"])

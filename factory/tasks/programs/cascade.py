@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from factory.tasks.programs.acts import REFUSALS, acts_for, difficulty, pages_hint, where, writer
+from factory.tasks.programs.acts import REFUSALS, act_draft, acts_for, pages_hint, where
 from factory.tasks.programs.draft import Draft
 from factory.tasks.programs.view import EnvView, words
 
@@ -36,15 +36,5 @@ def propose_cascade(view: EnvView, rng: random.Random) -> Iterator[Draft]:
                     f"others as they are.{hint} How many did you update?",
                 ]
             )
-        write = writer(act, "count")
         capabilities = ["loops", "join", "mutation"] if act.owner else ["loops", "mutation"]
-        yield Draft(
-            family="cascade",
-            question=question,
-            program=write(act.selections()),
-            capabilities=capabilities + (["recovery"] if act.recover else []),
-            difficulty=difficulty(act),
-            mutates=True,
-            selections=act.selections(),
-            write=write,
-        )
+        yield act_draft("cascade", act, question, "count", capabilities)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from factory.tasks.programs.acts import NOTE_REFUSED, NOTE_TEXT, acts_for, difficulty, pages_hint, scoped, where, writer
+from factory.tasks.programs.acts import NOTE_REFUSED, NOTE_TEXT, act_draft, acts_for, pages_hint, scoped, where
 from factory.tasks.programs.draft import Draft
 from factory.tasks.programs.view import EnvView, words
 
@@ -39,14 +39,4 @@ def propose_notify(view: EnvView, rng: random.Random) -> Iterator[Draft]:
                     f"then {note.phrase(NOTE_TEXT)}. Leave the others alone.{hint} How many did you update?",
                 ]
             )
-        write = writer(act, "count")
-        yield Draft(
-            family="notify",
-            question=question,
-            program=write(act.selections()),
-            capabilities=["loops", "mutation", "notification"] + (["recovery"] if act.recover else []),
-            difficulty=difficulty(act),
-            mutates=True,
-            selections=act.selections(),
-            write=write,
-        )
+        yield act_draft("notify", act, question, "count", ["loops", "mutation", "notification"])

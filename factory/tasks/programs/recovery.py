@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from factory.tasks.programs.acts import NOTE_REFUSED, build, difficulty, pages_hint, ranked, where, writer
+from factory.tasks.programs.acts import NOTE_REFUSED, act_draft, build, pages_hint, ranked, where
 from factory.tasks.programs.draft import Draft
 from factory.tasks.programs.view import EnvView, words
 
@@ -27,14 +27,4 @@ def propose_recovery(view: EnvView, rng: random.Random) -> Iterator[Draft]:
                 "ones.",
             ]
         )
-        write = writer(act, "refused")
-        yield Draft(
-            family="recovery",
-            question=question,
-            program=write(act.selections()),
-            capabilities=["loops", "recovery", "mutation"],
-            difficulty=difficulty(act),
-            mutates=True,
-            selections=act.selections(),
-            write=write,
-        )
+        yield act_draft("recovery", act, question, "refused", ["loops", "recovery", "mutation"])
