@@ -526,21 +526,14 @@ def _choose(options: list[str]) -> Callable[[random.Random, Row, Any], str]:
     return lambda rng, row, fake: _fmt(rng, pick(rng, options))
 
 
+def _pair(first: list[str], second: list[str]) -> Callable[[random.Random, Row, Any], str]:
+    """One of each list, space-joined: "Amoxicillin 250 mg", "Pro Annual"."""
+    return lambda rng, row, fake: f"{pick(rng, first)} {pick(rng, second)}"
+
+
 def _by_enum(field: str, table: dict[str, list[str]]) -> Callable[[random.Random, Row, Any], str]:
     every = [v for vs in table.values() for v in vs]
     return lambda rng, row, fake: pick(rng, table.get(str(row.get(field)), every))
-
-
-def _medication(rng: random.Random, row: Row, fake: Any) -> str:
-    return f"{pick(rng, MEDICATIONS)} {pick(rng, DOSES)}"
-
-
-def _material(rng: random.Random, row: Row, fake: Any) -> str:
-    return f"{pick(rng, RAW_MATERIALS)} {pick(rng, SIZES)}"
-
-
-def _plan(rng: random.Random, row: Row, fake: Any) -> str:
-    return f"{pick(rng, PLAN_TIERS)} {pick(rng, PLAN_CADENCE)}"
 
 
 def _service(rng: random.Random, row: Row, fake: Any) -> str:
@@ -567,10 +560,6 @@ def _place(kind: str) -> Callable[[random.Random, Row, Any], str]:
         return f"{where} {quarter} {kind}"
 
     return make
-
-
-def _course(rng: random.Random, row: Row, fake: Any) -> str:
-    return f"{pick(rng, COURSE_LEVELS)} {pick(rng, COURSE_SUBJECTS)}"
 
 
 def _school_class(rng: random.Random, row: Row, fake: Any) -> str:
@@ -625,13 +614,13 @@ def _job(rng: random.Random, row: Row, fake: Any) -> str:
 
 # Name or title of a row by entity: the main label a user would recognize it by.
 ENTITY_LABELS: dict[str, Callable[[random.Random, Row, Any], str]] = {
-    "medication": _medication,
-    "drug": _medication,
+    "medication": _pair(MEDICATIONS, DOSES),
+    "drug": _pair(MEDICATIONS, DOSES),
     "menu_item": _choose(DISHES),
     "dish": _choose(DISHES),
-    "material": _material,
+    "material": _pair(RAW_MATERIALS, SIZES),
     "reward": _choose(REWARDS),
-    "plan": _plan,
+    "plan": _pair(PLAN_TIERS, PLAN_CADENCE),
     "service": _service,
     "room": _room,
     "meeting_room": _room,
@@ -646,7 +635,7 @@ ENTITY_LABELS: dict[str, Callable[[random.Random, Row, Any], str]] = {
     "location": _place("Location"),
     "venue": _place("Arena"),
     "restaurant": lambda rng, row, fake: f"{fake.last_name()}'s {pick(rng, ['Kitchen', 'Bistro', 'Grill', 'Diner'])}",
-    "course": _course,
+    "course": _pair(COURSE_LEVELS, COURSE_SUBJECTS),
     "school_class": _school_class,
     "class": _school_class,
     "assignment": _assignment,
