@@ -349,7 +349,8 @@ def test_page_size_at_the_maximum_is_redone_in_smaller_pages(shop):
 
 
 def test_a_call_that_uses_what_the_one_before_returned_is_not_reordered(shop):
-    bundle, sessions, _ = shop
+    bundle, sessions, seed = shop
+    created = f"pro_{len(seed['products']) + 1:04d}"  # the id the new product gets
     task = Task(
         id="create-then-update",
         env_id="online-shop",
@@ -357,7 +358,7 @@ def test_a_call_that_uses_what_the_one_before_returned_is_not_reordered(shop):
         question='Add a product "Mug X" (SKU "SKU-77777", price 3, stock 1), then set its price to 4.',
         gold=[
             ToolCall(tool="create_product", args={"name": "Mug X", "sku": "SKU-77777", "price": 3, "stock": 1}),
-            ToolCall(tool="update_product", args={"product_id": "pro_0031", "price": 4}),
+            ToolCall(tool="update_product", args={"product_id": created, "price": 4}),
         ],
         mutates=True,
     )
