@@ -21,7 +21,7 @@ import ast
 import json
 import re
 import shutil
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,20 @@ def _tool_schemas(checkpoint: Path, data: Any) -> list[dict[str, Any]]:
             raise AgentWorldImportError(f"{where}: tool name {s['name']!r} repeats")
         seen.add(fn)
     return schemas
+
+
+def released_tools(checkpoint: Path) -> list[ToolSpec]:
+    """Every tool the release's checkpoint declares, named as the release's loader names its function."""
+    schemas = _tool_schemas(checkpoint, _read_json(checkpoint))
+    return [
+        ToolSpec(
+            name=function_name(s["name"]),
+            description=str(s.get("description") or "").strip(),
+            parameters=_parameters(s.get("parameters")),
+            mutates=infers_mutation(function_name(s["name"]), s["implementation"]),
+        )
+        for s in schemas
+    ]
 
 
 def _collections(env_dir: Path) -> dict[str, Any]:
@@ -264,13 +278,15 @@ def entities_from_collections(collections: dict[str, Any]) -> list[EntitySpec]:
     The runtime sorts snapshot rows by the primary key, and later stages read fields from here.
     """
     out: list[EntitySpec] = []
-    for table, rows in collections.items():
+    for table, data in collections.items():
+        keyed = isinstance(data, dict)
+        rows = _keyed_rows(table, data) if keyed else data
         if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
             continue
         names: list[str] = []
         for r in rows:
             names += [k for k in r if k not in names]
-        pk = _primary_key(table, rows)
+        pk = KEY_FIELD if keyed else _primary_key(table, rows)
         fields = []
         for n in names:
             ftype, fmt = _field_type([r.get(n) for r in rows])
@@ -284,13 +300,12 @@ def entities_from_collections(collections: dict[str, Any]) -> list[EntitySpec]:
 def bookkeeping_fields(collections: dict[str, Any]) -> list[str]:
     """State a verifier ignores: clock-stamped fields and whole log collections (they change on every call)."""
     out: list[str] = []
-    for table, rows in collections.items():
+    for table, data in collections.items():
         if _LOG_COLLECTION.search(table):
             out.append(f"{table}.*")
             continue
-        if isinstance(rows, list):
-            names = {k for r in rows if isinstance(r, dict) for k in r}
-            out += [f"{table}.{n}" for n in sorted(names) if _CLOCK_FIELD.search(n)]
+        names = {k for _, r in collection_records({table: data}) for k in r if k != KEY_FIELD}
+        out += [f"{table}.{n}" for n in sorted(names) if _CLOCK_FIELD.search(n)]
     return out
 
 
@@ -323,7 +338,7 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s.lower())
 
 
-KEY_FIELD = "__key__"  # where a record of a keyed collection carries its key, for sampling only
+KEY_FIELD = "__key__"  # where a record of a keyed collection carries its key (the sandbox snapshot names it too)
 _QUERY_PARAM = re.compile(r"^(q|query|search|search_query|keywords?|term|text|phrase)$")
 _CREDENTIAL_PARAM = re.compile(r"(api_?key|token|secret|password|passwd|credential|auth)", re.I)
 _MESSAGE_PARAM = re.compile(r"(message|content|body|comment|note|reason|description|prompt|summary)s?$")
@@ -336,16 +351,44 @@ def collection_records(collections: dict[str, Any]) -> list[tuple[str, dict[str,
     for table, data in collections.items():
         if isinstance(data, list):
             out += [(table, r) for r in data if isinstance(r, dict)]
-        elif isinstance(data, dict):
-            if data and all(isinstance(v, dict) for v in data.values()):
-                out += [(table, {**v, KEY_FIELD: k}) for k, v in data.items()]
-            else:
-                out.append((table, data))
+        elif _is_keyed(data):
+            out += [(table, {**v, KEY_FIELD: k}) for k, v in data.items()]
+        elif isinstance(data, dict) and data:
+            out.append((table, data))
     return out
 
 
-def _records(collections: dict[str, Any]) -> list[dict[str, Any]]:
-    return [r for _, r in collection_records(collections)]
+def _keyed_rows(table: str, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """An object collection as the sandbox snapshots it: a row per record of a keyed object, its key under
+    KEY_FIELD; a single state object as one row keyed by the collection's name."""
+    if _is_keyed(data):
+        return [{KEY_FIELD: k, **v} for k, v in data.items()]
+    return [{KEY_FIELD: table, **data}] if data else []
+
+
+def _is_keyed(data: Any) -> bool:
+    """An object keyed by identifier (every value a record); the sandbox snapshots it as one row per record."""
+    return isinstance(data, dict) and bool(data) and all(isinstance(v, dict) for v in data.values())
+
+
+def sampling_records(collections: dict[str, Any], depth: int = 3) -> list[tuple[str, dict[str, Any]]]:
+    """The collections' records and the records nested in them, each under the name of the list that holds
+    it: a `world.json` keyed by system keeps its employees in `world["bamboohr"]["employees"]`, and an
+    `employee_id` argument must be found there."""
+    out = collection_records(collections)
+    frontier = list(out)
+    for _ in range(depth):
+        nested = [
+            (field, item)
+            for _, record in frontier
+            for field, value in record.items()
+            if isinstance(value, list)
+            for item in value
+            if isinstance(item, dict)
+        ]
+        out += nested
+        frontier = nested
+    return out
 
 
 def _owner(param: str, table: str) -> bool:
@@ -361,13 +404,17 @@ def _scalars(record: dict[str, Any]) -> dict[str, Any]:
 
 def _lookup(param: str, record: dict[str, Any], table: str | None = None) -> Any:
     """A record's value for a parameter: the field of that name; for a `<thing>_id`, the record's `id` (or
-    key) only when the record is one of that thing's (an author's id is no paper id)."""
+    key) only when the record is one of that thing's (an author's id is no paper id); for a `<thing>_<field>`
+    (`message_ts`), that field of one of that thing's records."""
     by_norm = _scalars(record)
     want = _norm(param)
     if want in by_norm:
         return by_norm[want]
     if want.endswith("id") and (table is None or _owner(param, table)):
         return by_norm.get("id", by_norm.get(_norm(KEY_FIELD)))
+    thing, _, field = param.rpartition("_")
+    if thing and table is not None and _owner(thing + "_id", table):  # `message_ts` -> a message's `ts`
+        return by_norm.get(_norm(field))
     return None
 
 
@@ -415,6 +462,24 @@ def _first_word(records: list[tuple[str, dict[str, Any]]], table: str | None) ->
     return None
 
 
+_REVOKED = {"revoked", "expired", "disabled", "inactive", "suspended", "deleted", "invalid"}
+_SECRET_FIELDS = ("key", "token", "secret", "value")
+
+
+def _credential(param: str, records: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """A credential the data holds for `param`: a field of that name, else the key of a record in the
+    collection named for it (`api_key` -> `api_keys.json`'s `key`); records marked revoked come last."""
+    want = _norm(param)
+    found: list[tuple[bool, str]] = []
+    for table, r in records:
+        by_norm = _scalars(r)
+        owner = _norm(singular(table)) in want or want in _norm(table)
+        value = by_norm.get(want) or next((by_norm[f] for f in _SECRET_FIELDS if owner and f in by_norm), None)
+        if isinstance(value, str) and value:
+            found.append((str(r.get("status", "")).lower() in _REVOKED, value))
+    return min(found, key=lambda f: f[0])[1] if found else None
+
+
 def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]], table: str | None) -> Any:
     """A value for a parameter the data does not hold: free text, a credential, an array, a format."""
     t = schema.get("type")
@@ -447,6 +512,9 @@ def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict
     if fmt == "date-time":
         return "2025-01-15T09:00:00Z"
     if _CREDENTIAL_PARAM.search(param):
+        found = _credential(param, records)
+        if found is not None:
+            return found
         return "Passw0rd!2025" if "pass" in param.lower() else f"test-{slugify(param, fallback='key')}-0001"
     if _QUERY_PARAM.match(param):
         return _first_word(records, table) or _first_word(records, None) or "test"
@@ -455,16 +523,23 @@ def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict
     return None
 
 
+def _field_value(param: str, schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]]) -> Any:
+    """The first value of the data's field named like the parameter (a reaction's `name`, a `status`)."""
+    want = _norm(param)
+    return next((v for _, r in records if (v := _scalars(r).get(want)) is not None and _fits(v, schema)), None)
+
+
 def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) -> list[dict[str, Any]]:
     """Up to `limit` distinct argument sets for realistic calls: the required parameters from ONE record
     (so an id and its companions name the same thing; a `<thing>_id` from that thing's collection), then
-    the schema (enum, default, bound), then plausible values (free text, credentials, arrays, formats).
-    Records of the collection the tool's ids name come first."""
+    the schema (enum, default, bound), then plausible values (free text, credentials, arrays, formats), then
+    another record's field of the parameter's name. Records of the collection the tool's ids name come first;
+    records nested in records (a keyed `world.json`'s employees) count as records of their list."""
     props: dict[str, Any] = tool.parameters.get("properties", {})
     required = [p for p in tool.parameters.get("required", []) if p in props]
     if not required:
         return [{}]
-    records = collection_records(collections)
+    records = sampling_records(collections)
     owned = [p for p in required if re.search(r"(_id|Id|_key)$", p)]
     home = next((t for p in owned for t in collections if _owner(p, t)), None)
     records.sort(key=lambda tr: tr[0] != home)
@@ -481,6 +556,8 @@ def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) 
                 value = _schema_value(props[p])
                 if value is None:
                     value = _plausible(p, props[p], records, home)
+                if value is None:
+                    value = _field_value(p, props[p], records)
                 if value is not None:
                     args[p] = value
         if all(p in args for p in required) and args not in out:
@@ -514,22 +591,31 @@ _TOOLS_HEADER = '''"""Tools of the Agent-World environment {env_id} ({title}), i
 Each implementation is the released source, unchanged. It reads MCP_DB_DIR to find its data; `_bound`
 points that variable and the working directory at this session's private state directory for one call
 and runs the implementation's module code inside the binding, then puts both back. During the call the
-clock stands still at _NOW (datetime.now/utcnow/today, date.today, time.time), so replays are stable, and
-error results in the release's shapes ({{"status": "error", "message"}}, {{"error": {{...}}, ...}}, {{"error": "..."}})
-become the runtime's `{{"error": {{"code", "message"}}}}`. Everything here is reached through aliases and
+clock stands still at _NOW (datetime.now/utcnow/today, date.today, time.time), and ids and random draws
+(uuid4/uuid1, the random module, secrets.token_*) come from a generator seeded by the call and the state it
+meets, so a replay in a fresh session makes the same records the first run made. Error results in the
+release's shapes ({{"status": "error", "message"}}, {{"error": {{...}}, ...}}, {{"error": "..."}}) become the
+runtime's `{{"error": {{"code", "message"}}}}`. Everything here is reached through aliases and
 `builtins`, so a tool named `exec`, `open`, `type` or `os` shadows nothing this code needs.
 """
 
 import builtins as _builtins
 import datetime as _datetime
+import hashlib as _hashlib
+import json as _json
 import os as _os
+import random as _random
+import secrets as _secrets
 import threading as _threading
 import time as _time
+import uuid as _uuid
 
 _LOCK = _threading.Lock()
 _CODE = {{}}
 _NOW = _datetime.datetime.fromisoformat({now!r})  # naive, UTC
 _REAL = (_datetime.datetime, _datetime.date, _time.time)
+_REAL_DRAWS = (_uuid.uuid4, _uuid.uuid1, _secrets.token_hex, _secrets.token_urlsafe, _secrets.token_bytes)
+_DRAW_WORDS = ("uuid", "random", "secrets")
 
 
 class _FixedDatetime(_datetime.datetime):
@@ -578,22 +664,55 @@ def _error_result(value):
     return value
 
 
+def _seed(fn, state, params):
+    """The call and every byte of the state it meets: the same call on the same state draws the same values,
+    a call on a changed state (a second insert) draws new ones."""
+    h = _hashlib.sha256((fn + _json.dumps(params, sort_keys=True, default=str)).encode())
+    for root, dirs, files in _os.walk(state):
+        dirs.sort()
+        for name in sorted(files):
+            path = _os.path.join(root, name)
+            h.update(_os.path.relpath(path, state).encode())
+            with _builtins.open(path, "rb") as f:
+                h.update(f.read())
+    return int.from_bytes(h.digest()[:16], "big")
+
+
+def _fix_draws(seed):
+    """uuid, random and secrets draw from one generator seeded for this call (`_bound` puts them back)."""
+    rng = _random.Random(seed)
+    _random.seed(seed)
+    _uuid.uuid4 = lambda: _uuid.UUID(int=rng.getrandbits(128), version=4)
+    _uuid.uuid1 = lambda node=None, clock_seq=None: _uuid.UUID(int=rng.getrandbits(128), version=1)
+    _secrets.token_bytes = lambda n=32: rng.randbytes(32 if n is None else n)
+    _secrets.token_hex = lambda n=32: _secrets.token_bytes(n).hex()
+    _secrets.token_urlsafe = lambda n=32: _builtins.__import__("base64").urlsafe_b64encode(
+        _secrets.token_bytes(n)
+    ).rstrip(b"=").decode()
+
+
 def _bound(fn, source, state, params):
     code = _CODE.get(fn)
     if code is None:
         code = _CODE[fn] = _builtins.compile(source, "<agent-world " + fn + ">", "exec")
+    draws = any(w in source for w in _DRAW_WORDS)
     with _LOCK:
         saved_dir = _os.environ.get("MCP_DB_DIR")
         saved_cwd = _os.getcwd()
+        saved_random = _random.getstate()
         _os.environ["MCP_DB_DIR"] = state
         _os.chdir(state)
         _datetime.datetime, _datetime.date, _time.time = _FixedDatetime, _FixedDate, _fixed_time
+        if draws:
+            _fix_draws(_seed(fn, state, params))
         try:
             namespace = {{"__name__": "agent_world_" + fn}}
             _builtins.exec(code, namespace)
             return _error_result(namespace[fn](**params))
         finally:
             _datetime.datetime, _datetime.date, _time.time = _REAL
+            _uuid.uuid4, _uuid.uuid1, _secrets.token_hex, _secrets.token_urlsafe, _secrets.token_bytes = _REAL_DRAWS
+            _random.setstate(saved_random)
             _os.chdir(saved_cwd)
             if saved_dir is None:
                 _os.environ.pop("MCP_DB_DIR", None)
@@ -605,21 +724,39 @@ DEFAULT_NOW = "2025-01-01T12:00:00"
 _NOT_NOW = re.compile(r"(expir|due|until|deadline|end|valid_to|scheduled|start|birth|publish|release)", re.I)
 
 
+_EPOCH_FIELD = re.compile(r"^(ts|date|time|timestamp|internal_date)$|(_ts|_at|_time|_timestamp)$")
+_EPOCH_RANGE = (946684800, 4102444800)  # 2000-01-01 .. 2100-01-01, in seconds
+
+
+def _stamp(key: str, value: Any) -> str | None:
+    """A record's value as the instant it was stamped at (naive UTC, seconds), or None: an ISO datetime, or an
+    epoch in seconds or milliseconds (Slack's `ts`, Gmail's `internal_date`) under a timestamp-like name."""
+    if _NOT_NOW.search(key):
+        return None
+    if isinstance(value, str) and _DATETIME.match(value):
+        stamp = value[:19].replace(" ", "T")
+        try:
+            return datetime.fromisoformat(stamp).isoformat()
+        except ValueError:
+            return None
+    if not _EPOCH_FIELD.search(key) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    for scale in (1, 1000):
+        if _EPOCH_RANGE[0] <= seconds / scale < _EPOCH_RANGE[1]:
+            return datetime.fromtimestamp(int(seconds / scale), UTC).replace(tzinfo=None).isoformat()
+    return None
+
+
 def clock_instant(collections: dict[str, Any]) -> str:
     """The instant the environment's clock stands at: the latest timestamp its records were stamped with
-    (fields like `created_at`, `fetched_at`; not due dates or expiries), else DEFAULT_NOW. Cache-expiry
-    rules then see the data as the original run did, and every replay sees the same time."""
-    latest: str | None = None
-    for _, r in collection_records(collections):
-        for k, v in r.items():
-            if isinstance(v, str) and _DATETIME.match(v) and not _NOT_NOW.search(k):
-                stamp = v[:19].replace(" ", "T")
-                try:
-                    datetime.fromisoformat(stamp)
-                except ValueError:
-                    continue
-                latest = stamp if latest is None or stamp > latest else latest
-    return latest or DEFAULT_NOW
+    (fields like `created_at`, `fetched_at`, epoch `ts`; not due dates or expiries), else DEFAULT_NOW.
+    Cache-expiry rules then see the data as the original run did, and every replay sees the same time."""
+    stamps = [s for _, r in sampling_records(collections) for k, v in r.items() if (s := _stamp(k, v))]
+    return max(stamps, default=DEFAULT_NOW)
 
 
 def render_tools(

@@ -509,6 +509,21 @@ def _rows_sorted(rows: list, pk) -> list:
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=_json_default))
 
 
+KEY_FIELD = "__key__"  # the column a keyed object's records carry their key in (factory.envs.importers names it too)
+
+
+def _json_rows(data, name: str) -> list:
+    """A JSON collection as rows, each a record a state check can name by its key: a list's items; an object
+    keyed by identifier (every value an object) as one row per record, its key under KEY_FIELD, so a write to
+    one record changes that row alone; a single state object as one row keyed by the collection's name; an
+    empty object as none."""
+    if not isinstance(data, dict):
+        return data if isinstance(data, list) else [data]
+    if data and all(isinstance(v, dict) for v in data.values()):
+        return [{KEY_FIELD: k, **v} for k, v in data.items()]
+    return [{KEY_FIELD: name, **data}] if data else []
+
+
 def _snapshot(session: Session, pks: dict) -> dict:
     tables = {}
     conn = session.conn
@@ -534,13 +549,14 @@ def _snapshot(session: Session, pks: dict) -> dict:
             if ext == ".json":
                 with open(path) as f:
                     data = json.load(f)
-                rows = data if isinstance(data, list) else [data]
+                rows = _json_rows(data, stem)
             elif ext == ".csv":
                 with open(path, newline="") as f:
                     rows = list(csv.DictReader(f))
             else:
                 continue
-            tables[stem] = _rows_sorted(rows, pks.get(stem, "id"))
+            keyed = bool(rows) and all(isinstance(r, dict) and KEY_FIELD in r for r in rows)
+            tables[stem] = _rows_sorted(rows, pks.get(stem, KEY_FIELD if keyed else "id"))
     return tables
 
 

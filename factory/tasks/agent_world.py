@@ -8,19 +8,24 @@ gold is the verified chain and whose rubric is built offline from what can be ch
   fields changed, rows deleted; bookkeeping columns left out), and an end_state check that nothing else
   changes (a read-only chain: nothing at all);
 - answer checks for the values of the reference answer that the chain actually produced (ids, names,
-  numbers, dates), preferring those a success criterion names, whose text becomes the check's description;
-  their competitors are what another row or a near miss would give (the column's other values, a count's
-  neighbours), less what the question or the reference answer states.
+  numbers, dates), preferring those a success criterion names, whose text becomes the check's description,
+  and those with competitors: what another record (nested ones too) or a near miss would give (the column's
+  other values, a count's neighbours), less what the question or the reference answer states. A write whose
+  reference states nothing the chain reproduces is judged by its effect alone (no answer).
 Free-text criteria that name no value are left to an LLM judge (a later stage). A value the question itself
 states is never an answer check (an answer that echoes the question must not pass). A chain that fails on
 replay drops its question before the filter, with `chain_fails_on_release_data: ...` when the released tool
-refused or crashed on the released data, and `import_error: ...` when our import is why (the tool was not
-kept, or our binding or argument check refused it). The rest go through the same filter and audit as ours.
+refused or crashed on the released data, and `import_error: ...` when our import is why (our binding or
+argument check refused it, or the gate dropped a tool the chain needs although the chain runs with it). A
+chain that needs a dropped tool is run again with every released tool bound (`release_replay`) to tell the
+two apart. The rest go through the same filter and audit as ours.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.envs.bundle import Bundle
-from factory.envs.importers import function_name
+from factory.envs.importers import CHECKPOINT_SUFFIX, function_name, sampling_records
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
@@ -109,11 +114,20 @@ def state_checks(diff: StateDiff, bookkeeping: list[str]) -> list[RubricCheck]:
     return checks
 
 
-def answer_checks(reference: str, produced: list[Any], criteria: list[str], question: str = "") -> list[RubricCheck]:
+def answer_checks(
+    reference: str,
+    produced: list[Any],
+    criteria: list[str],
+    question: str = "",
+    rows: dict[str, list[dict[str, Any]]] | None = None,
+) -> list[RubricCheck]:
     """Values the chain produced that the reference answer states and the question does not (echoing the
-    question must not pass); those a criterion names come first."""
+    question must not pass); those a criterion names come first. With the state's `rows`, each check gets
+    its competitors (what another record would give, less what the question or the reference states), and
+    values that have some come first: a tag every record carries tells no answer from another."""
     seen: set[str] = set()
-    candidates: list[tuple[bool, Any, str]] = []
+    candidates: list[RubricCheck] = []
+    named: set[int] = set()
     for value in produced:
         if isinstance(value, bool) or value is None or (isinstance(value, str) and len(value.strip()) < 2):
             continue
@@ -122,12 +136,32 @@ def answer_checks(reference: str, produced: list[Any], criteria: list[str], ques
             continue
         seen.add(mark)
         criterion = next((c for c in criteria if answer_contains(c, value)), "")
-        candidates.append((bool(criterion), value, criterion))
-    named = [c for c in candidates if c[0]]
-    chosen = (named or candidates)[:MAX_ANSWER_CHECKS]
-    return [
-        RubricCheck(kind="answer_contains", value=v, description=c or f"the answer states {v}") for _, v, c in chosen
+        if criterion:
+            named.add(len(candidates))
+        candidates.append(
+            RubricCheck(kind="answer_contains", value=value, description=criterion or f"the answer states {value}")
+        )
+    if rows is not None:
+        for check in candidates:
+            near = competitors(check.value, rows)
+            check.competitors = [c for c in near if not any(answer_contains(t, c) for t in (question, reference))]
+    tiers = [
+        [c for i, c in enumerate(candidates) if i in named and (rows is None or c.competitors)],
+        [c for i, c in enumerate(candidates) if i not in named and c.competitors],
+        [c for i, c in enumerate(candidates) if i in named],
+        candidates,
     ]
+    return next((tier for tier in tiers if tier), [])[:MAX_ANSWER_CHECKS]
+
+
+def _record_lists(initial: dict[str, list[Any]], final: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records of both states by the list that holds them, nested lists too: the competitors of an
+    employee's name in a `world.json` keyed by system are the other employees' names, not the other systems'."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for tables in (initial, final):
+        for name, record in sampling_records(tables):
+            out.setdefault(name, []).append(record)
+    return out
 
 
 def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: SessionFactory, origin: str) -> Task:
@@ -138,25 +172,24 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
     produced = [leaf for r in replay.results if r.ok for leaf in _leaves(r.value)]
     produced += [leaf for c in chain for leaf in _leaves(c.args)]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
-    answers = answer_checks(reference, produced, q.grading_rubric.success_criteria, q.task)
-    tables = sorted(set(replay.initial.tables) | set(replay.final.tables))
-    rows = {t: [*replay.initial.tables.get(t, []), *replay.final.tables.get(t, [])] for t in tables}
-    for check in answers:
-        near = competitors(check.value, rows)
-        check.competitors = [c for c in near if not any(answer_contains(text, c) for text in (q.task, reference))]
+    rows = _record_lists(replay.initial.tables, replay.final.tables)
+    answers = answer_checks(reference, produced, q.grading_rubric.success_criteria, q.task, rows)
     rubric = [*state_checks(diff, spec.bookkeeping), *answers, end_state_check(spec, replay.initial, replay.final)]
     mutating = {t.name for t in spec.tools if t.mutates}
+    mutates = any(c.tool in mutating for c in chain)
     return Task(
         id="",
         env_id=spec.id,
         kind="graph",
         question=q.task,
-        answer=q.reference_answer,
+        # A write whose reply states nothing the chain reproduces (a post's ts from the original run) asks for
+        # its effect only: with the reference as its answer, any reply that makes the writes "passes" an attack.
+        answer=q.reference_answer if answers or not mutates else None,
         gold=chain,
         rubric=rubric,
         difficulty=Difficulty(chain_length=len(chain)),
         capabilities=["agent-world"],
-        mutates=any(c.tool in mutating for c in chain),
+        mutates=mutates,
         lineage=Lineage(
             stage=TASKS.name,
             code_version=cached_code_version(__name__),
@@ -170,9 +203,19 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
 _IMPORT_CODES = {"unknown_tool", "invalid_arguments", "session_closed", "timeout", "worker_crashed", "resource_limit"}
 
 
-def chain_failure(spec: EnvSpec, chain: list[ToolCall], results: list[Any], dropped: dict[str, str]) -> str | None:
+def chain_failure(
+    spec: EnvSpec,
+    chain: list[ToolCall],
+    results: list[Any],
+    dropped: dict[str, str],
+    released: list[Any] | None = None,
+) -> str | None:
     """Why a verified chain does not replay, or None: `import_error: ...` when our import is the cause,
-    `chain_fails_on_release_data: ...` when the released tool refuses or crashes on the released data."""
+    `chain_fails_on_release_data: ...` when the released tool refuses or crashes on the released data.
+
+    `released` is the chain run with the tools the gate dropped bound too (`release_replay`): a chain that
+    needs a dropped tool fails on the release's data when that run fails too (the tool crashes there, or its
+    source does not compile), and is our import's fault when that run succeeds."""
     for i, (call, r) in enumerate(zip(chain, results, strict=False), 1):
         if r.ok:
             continue
@@ -181,13 +224,67 @@ def chain_failure(spec: EnvSpec, chain: list[ToolCall], results: list[Any], drop
         message = err.message if err is not None else ""
         where = f"call {i} {call.tool}"
         if call.tool in dropped:
-            return f"import_error: {where}: the tool was not kept ({dropped[call.tool]})"
+            return _dropped_tool_failure(chain, released, where, dropped[call.tool])
         if code in _IMPORT_CODES or r.env_error:
             return f"import_error: {where}: {code}: {message}"
         return f"chain_fails_on_release_data: {where}: {code}: {message}"
     if len(results) < len(chain):
         return f"import_error: call {len(results) + 1} {chain[len(results)].tool}: not replayed"
     return None
+
+
+def _dropped_tool_failure(chain: list[ToolCall], released: list[Any] | None, where: str, gate: str) -> str:
+    failing = next(((i, r) for i, r in enumerate(released or [], 1) if not r.ok), None)
+    if released is None or (failing is None and len(released) == len(chain)):
+        return f"import_error: {where}: the tool was not kept ({gate})"
+    if failing is None:
+        return f"import_error: call {len(released) + 1} {chain[len(released)].tool}: not replayed"
+    i, r = failing
+    code = r.error.code if r.error is not None else "error"
+    message = r.error.message if r.error is not None else ""
+    if code == "not_implemented":  # not in tools.py: its released source does not compile or bind
+        return f"chain_fails_on_release_data: call {i} {chain[i - 1].tool}: the released implementation: {gate}"
+    if code in _IMPORT_CODES or r.env_error:
+        return f"import_error: call {i} {chain[i - 1].tool}: {code}: {message}"
+    return f"chain_fails_on_release_data: call {i} {chain[i - 1].tool}: {code}: {message}"
+
+
+def release_replay(bundle: Bundle, checkpoint: Path, chains: list[list[ToolCall]]) -> list[list[Any]]:
+    """Each chain run in a fresh session of the bundle with every released tool bound, those the gate dropped
+    included (their schemas from the release's checkpoint): what the release's own code does with the chain
+    on the release's data. Run in the sandbox like any tool call, on a scratch copy of the bundle."""
+    from factory.envs.bundle import ENV_JSON
+    from factory.envs.importers import released_tools
+    from factory.envs.runtime import Environment
+    from factory.store import write_json_atomic
+
+    spec = bundle.spec
+    kept = {t.name for t in spec.tools}
+    extra = [t for t in released_tools(checkpoint) if t.name not in kept]
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "bundle"
+        shutil.copytree(bundle.path, copy)
+        write_json_atomic(copy / ENV_JSON, spec.model_copy(update={"tools": [*spec.tools, *extra]}))
+        with Environment.open(copy) as env:
+            return [replay_calls(env.session, chain).results for chain in chains]
+
+
+def _released_runs(
+    bundle: Bundle, questions_file: Path, chains: list[list[ToolCall]], ours: list[list[Any]], dropped: dict[str, str]
+) -> list[list[Any] | None]:
+    """`release_replay` of the chains that met a dropped tool (None for the others, and for all when the
+    release's checkpoint is not beside its questions)."""
+    checkpoint = questions_file.parent.parent / f"{questions_file.stem}{CHECKPOINT_SUFFIX}"
+    need = [
+        i
+        for i, (chain, results) in enumerate(zip(chains, ours, strict=True))
+        if any(not r.ok and c.tool in dropped for c, r in zip(chain, results, strict=False))
+    ]
+    out: list[list[Any] | None] = [None] * len(chains)
+    if need and checkpoint.is_file():
+        for i, results in zip(need, release_replay(bundle, checkpoint, [chains[i] for i in need]), strict=True):
+            out[i] = results
+    return out
 
 
 def import_agent_world_tasks(
@@ -213,14 +310,19 @@ def import_agent_world_tasks(
         if not tr.kept
     }
     questions = load_questions(questions_file)
+    chains = [
+        [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
+        for q in questions
+    ]
     env, session_factory = environment_session_factory(bundle)
     with env:
         origin = hash_file(Path(questions_file))
         tasks: list[Task] = []
         failed: list[DroppedTask] = []
-        for q in questions:
-            chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
-            why = chain_failure(spec, chain, replay_calls(session_factory, chain).results, dropped_tools)
+        ours = [replay_calls(session_factory, chain).results for chain in chains]
+        released = _released_runs(bundle, Path(questions_file), chains, ours, dropped_tools)
+        for q, chain, results, rel in zip(questions, chains, ours, released, strict=True):
+            why = chain_failure(spec, chain, results, dropped_tools, rel)
             if why is None:
                 tasks.append(question_task(spec, q, session_factory, origin))
             else:

@@ -5,6 +5,8 @@ logs every lookup, both error shapes, a clock-dependent cache, L1/L2/L3 taxonomy
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from factory.cli import app
 from factory.envs.bundle import Bundle
 from factory.envs.importers import clock_instant, import_agent_world
 from factory.envs.runtime import Environment
-from factory.tasks.agent_world import import_agent_world_tasks, questions_path
+from factory.tasks.agent_world import import_agent_world_tasks, load_questions, questions_path
 
 MIX = Path(__file__).resolve().parents[1] / "fixtures" / "agent_world" / "environment_mix"
 DESK = MIX / "0904003"
@@ -100,10 +102,146 @@ def test_cli_imports_a_whole_mix_with_a_summary(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["import", "agent-world", str(MIX), "--out", str(out)])
     assert r.exit_code == 0, r.output
     lines = {line.split()[0]: line for line in r.output.splitlines() if line[:1].isdigit()}
-    assert set(lines) == {"0731001", "0822002", "0904003"}
-    assert "4/6" in lines["0822002"] and "import_error 1" in lines["0822002"]
+    assert set(lines) == {"0731001", "0822002", "0904003", "1015004", "1120005"}
+    # rate_recipe's released code raises NameError: the gate drops it, and its question fails on the release's
+    # data (the release's own code fails it too), not because of our import
+    assert "4/6" in lines["0822002"] and "chain_fails_on_release_data 1" in lines["0822002"]
     assert "chain_fails_on_release_data 1" in lines["0904003"]
-    assert "kept: 3/3 environments" in r.output
+    assert "import_error" not in r.output
+    assert "kept: 5/5 environments" in r.output
     saved = json.loads((out / "0904003.questions.json").read_text())
     assert saved["generated"] == 5 and (out / "0904003.tasks.parquet").is_file()
     assert not (out / "0904003" / "tasks.parquet").exists()  # the bundle stays as its tasks' lineage names it
+
+
+# --- keyed objects of nested records (1015004) and a single state object (1120005) --------------------------
+
+HR = MIX / "1015004"
+DESK_STATE = MIX / "1120005"
+# The release's own code on its own data, one process per environment (the code reads the process-wide
+# MCP_DB_DIR): which verified chains it replays, each on a fresh copy. An error result fails the chain.
+RELEASE_REPLAY = """
+import json, os, shutil, sys, tempfile
+mix, env_id = sys.argv[1], sys.argv[2]
+ck = json.load(open(os.path.join(mix, env_id + "_step4_checkpoint.json"), encoding="utf-8"))
+tools = {s["name"]: s["implementation"] for s in ck["data"]["ToolDesignAgent"]["tool_schemas"]}
+tasks = json.load(open(os.path.join(mix, "questions", env_id + ".json"), encoding="utf-8"))["tasks"]
+def failed(v):
+    if not isinstance(v, dict):
+        return False
+    status = str(v.get("status", "")).lower()
+    return isinstance(v.get("error"), dict) or status in ("error", "failed") or (bool(v.get("error")) and len(v) <= 3)
+out = []
+for t in tasks:
+    work = tempfile.mkdtemp()
+    shutil.copytree(os.path.join(mix, env_id), work, dirs_exist_ok=True)
+    os.environ["MCP_DB_DIR"] = work
+    ok = True
+    for call in t["grading_rubric"]["verified_tool_chain"]:
+        ns = {}
+        try:
+            exec(tools[call["tool"]], ns)
+            ok = not failed(ns[call["tool"]](**call["args"]))
+        except Exception:
+            ok = False
+        if not ok:
+            break
+    out.append(ok)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def hr(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("aw-release") / "hr"
+    import_agent_world(HR, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def quotes(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("aw-release") / "quotes"
+    import_agent_world(DESK_STATE, out)
+    return out
+
+
+def test_keyed_and_single_objects_snapshot_as_rows_by_key(hr: Path, quotes: Path) -> None:
+    with Environment.open(hr) as env, env.session() as s:
+        world = s.snapshot().tables["world"]
+        assert [r["__key__"] for r in world] == ["bamboohr", "gmail", "slack"]
+        assert s.call("bamboohr_decide_time_off", {"request_id": "TO-3", "decision": "approved"}).ok
+        after = {r["__key__"]: r for r in s.snapshot().tables["world"]}
+        assert after["gmail"] == next(r for r in world if r["__key__"] == "gmail")  # one record changed alone
+        assert next(e for e in after["bamboohr"]["employees"] if e["id"] == "E-101")["pto_balance_days"] == 9
+    with Environment.open(quotes) as env, env.session() as s:
+        assert s.snapshot().tables["desk_state"][0]["__key__"] == "desk_state"
+    assert {e.table: e.primary_key for e in Bundle.open(hr).spec.entities} == {"world": "__key__"}
+
+
+def test_arguments_come_from_nested_records_and_the_data_s_own_keys(hr: Path, quotes: Path) -> None:
+    args = {c.tool: c.args for c in Bundle.open(hr).tests()}
+    assert args["bamboohr_get_employee"] == {"employee_id": "E-101"}  # world["bamboohr"]["employees"]
+    assert args["slack_add_reaction"]["message_ts"] == "1772612000.000100"  # a message's `ts`
+    assert args["slack_add_reaction"]["channel_id"] == "C_HR"
+    spec = Bundle.open(quotes).spec
+    assert {c.tool: c.args for c in Bundle.open(quotes).tests()}["get_hist_data"]["api_key"] == "ak_live_7d41c2"
+    # every tool appends to tool_calls.json: the reads stay reads, the log is bookkeeping
+    assert {t.name: t.mutates for t in spec.tools} == {
+        "get_time_info": False,
+        "get_hist_data": False,
+        "get_realtime_data": False,
+        "add_to_watchlist": True,
+        "set_price_alert": True,
+    }
+    assert "tool_calls.*" in spec.bookkeeping
+    nested = {"w": {"slack": {"messages": [{"ts": "1772612000.000100", "internal_date": 1700000000000}]}}}
+    assert clock_instant(nested) == "2026-03-04T08:13:20"  # epoch stamps in nested records set the clock
+
+
+def test_ids_and_stamps_drawn_in_a_call_replay_the_same(hr: Path) -> None:
+    args = {"channel_id": "C_HR", "text": "Heads up"}
+    with Environment.open(hr) as env:
+        posts = []
+        for _ in range(2):
+            with env.session() as s:
+                posts.append(s.call("slack_post_message", args).value)
+                second = s.call("slack_post_message", args).value
+        assert posts[0] == posts[1] and posts[0]["ts"] == "1772612000.000000"  # the data's clock
+        assert second["message"]["id"] != posts[0]["message"]["id"]  # the state changed: a new id
+
+
+def test_keyed_writes_and_state_object_writes_are_kept(hr: Path, quotes: Path) -> None:
+    result = import_agent_world_tasks(hr, questions_path(HR))
+    kept = {t.question.split(" ")[0]: t for t in result.tasks}
+    dana = kept["Dana"]
+    fields = {(c.table, json.dumps(c.where), c.field) for c in dana.rubric if c.kind == "field_equals"}
+    assert ("world", '{"__key__": "bamboohr"}', "time_off_requests") in fields
+    post = kept["Post"]
+    assert post.mutates and post.answer is None  # the reply's ts came from the original run: effect only
+    reasons = {d.question.split(" ")[0]: d.reason for d in result.dropped}
+    # the ts was generated during the original run: the release's own code fails the chain on its data too
+    assert reasons["React"] == "chain_fails_on_release_data: call 1 slack_add_reaction: error: message_not_found"
+    result = import_agent_world_tasks(quotes, questions_path(DESK_STATE))
+    watch = next(t for t in result.tasks if t.question.startswith("Put Moutai"))
+    checks = {c.field: c.value for c in watch.rubric if c.kind == "field_equals"}
+    assert checks["watchlist"] == ["000001", "600519"] and checks["alerts"] == {"600519": 1550}
+    assert all(c.where == {"__key__": "desk_state"} for c in watch.rubric if c.kind == "field_equals")
+    assert not any(d.reason.startswith("import_error") for d in result.dropped)
+
+
+def test_every_chain_the_release_replays_ours_replays(tmp_path: Path) -> None:
+    for env_dir in sorted(p for p in MIX.iterdir() if p.is_dir() and p.name != "questions"):
+        run = subprocess.run(
+            [sys.executable, "-c", RELEASE_REPLAY, str(MIX), env_dir.name],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,
+        )
+        theirs = json.loads(run.stdout)
+        import_agent_world(env_dir, tmp_path / env_dir.name)
+        result = import_agent_world_tasks(tmp_path / env_dir.name, questions_path(env_dir))
+        failed = {d.question for d in result.dropped if d.reason.startswith(("chain_fails", "import_error"))}
+        questions = [q.task for q in load_questions(questions_path(env_dir))]
+        ours = [q not in failed for q in questions]
+        assert all(o for t, o in zip(theirs, ours, strict=True) if t), env_dir.name

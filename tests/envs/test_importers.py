@@ -13,9 +13,17 @@ from typer.testing import CliRunner
 
 from factory.cli import app
 from factory.envs.bundle import Bundle
-from factory.envs.importers import AgentWorldImportError, _py_string, import_agent_world, infers_mutation
+from factory.envs.importers import (
+    AgentWorldImportError,
+    _py_string,
+    candidate_args,
+    import_agent_world,
+    infers_mutation,
+)
 from factory.envs.runtime import Environment
+from factory.models import ToolSpec
 from factory.store import hash_dir
+from factory.tasks.agent_world import answer_checks
 
 MIX = Path(__file__).resolve().parents[1] / "fixtures" / "agent_world" / "environment_mix"
 LIBRARY = MIX / "0731001"
@@ -191,3 +199,38 @@ def test_mutation_falls_back_to_the_verb_when_the_source_does_not_parse() -> Non
 @pytest.mark.parametrize("source", ['x = """a"""\n', "s = '\\\\n'\n", 'end = "q"', "a = 1\\\n+ 2\n", "plain\n"])
 def test_sources_are_embedded_exactly(source: str) -> None:
     assert ast.literal_eval(_py_string(source)) == source
+
+
+def test_answer_checks_prefer_values_that_tell_one_record_from_another() -> None:
+    rows = {"datasets": [{"id": "d1", "tags": ["region:us"]}, {"id": "d2", "tags": ["region:us"]}]}
+    reference = '{"id": "d1", "tags": ["region:us"]}'
+    criteria = ["The dataset is tagged region:us"]
+    checks = answer_checks(reference, ["d1", "region:us"], criteria, "Find a US dataset.", rows)
+    # every record carries the tag: the id, which another record would answer differently, is checked instead
+    assert [(c.value, c.competitors) for c in checks] == [("d1", ["d2"])]
+    assert [c.value for c in answer_checks(reference, ["d1", "region:us"], criteria)] == ["region:us"]
+
+
+def test_credentials_and_free_text_come_from_the_data() -> None:
+    keys = [{"id": "k1", "key": "ak_old", "status": "revoked"}, {"id": "k2", "key": "ak_live", "status": "active"}]
+    slack = {"messages": [{"ts": "17.5", "channel_id": "C1"}], "channels": [{"id": "C1", "name": "ops"}]}
+    collections = {"api_keys": keys, "world": {"slack": slack}}
+    quote = ToolSpec(
+        name="get_quote",
+        description="",
+        parameters={"type": "object", "properties": {"api_key": {"type": "string"}}, "required": ["api_key"]},
+        mutates=False,
+    )
+    assert candidate_args(quote, collections)[0] == {"api_key": "ak_live"}  # the active key, not a made-up one
+    react = ToolSpec(
+        name="add_reaction",
+        description="",
+        parameters={
+            "type": "object",
+            "properties": {p: {"type": "string"} for p in ("channel_id", "message_ts", "name")},
+            "required": ["channel_id", "message_ts", "name"],
+        },
+        mutates=True,
+    )
+    # a record nested in a keyed object gives the message's ts; the name comes from a field of that name
+    assert candidate_args(react, collections)[0] == {"channel_id": "C1", "message_ts": "17.5", "name": "ops"}
