@@ -49,6 +49,8 @@ UPDATE_VERBS = frozenset(
     {"update", "edit", "modify", "set", "change", "patch", "rename", "assign", "move", "reschedule", "upsert"}
 )
 DELETE_VERBS = frozenset({"delete", "remove", "destroy", "drop", "erase", "purge", "discard", "trash"})
+# Words that delete only when the server says the tool is destructive (MCP `destructiveHint`): `git_reset`.
+DESTRUCTIVE_VERBS = frozenset({"clear", "reset", "wipe", "flush", "truncate", "empty", "prune"})
 AGGREGATE_VERBS = frozenset(
     {"count", "summarize", "summary", "stats", "statistics", "aggregate", "total", "sum", "tally"}
 )
@@ -426,6 +428,8 @@ LEADING_FILLERS = frozenset(
 )
 # Words that end the noun: get_order_by_id, mark_ticket_as_resolved.
 CUT_WORDS = frozenset({"by", "for", "of", "in", "with", "from", "to", "on", "into", "at", "using", "via", "per", "as"})
+# Where a description's object ends: "Shows changes in the working directory that are not yet staged" -> changes.
+DESCRIPTION_STOPS = CUT_WORDS | {"that", "which", "who", "and", "or", "if", "when", "where", "so", "between", "than"}
 TRAILING_FILLERS = frozenset({"id", "ids", "details", "detail", "info", "information", "record", "records", "data"})
 TRAILING_LIST = frozenset({"list"})
 TRAILING_AGGREGATE = frozenset({"count", "summary", "stats", "statistics", "totals", "metrics"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 JsonSchema = dict[str, Any]
 Generator = str  # "procedural" or "llm:<model>"
@@ -78,6 +78,17 @@ class ToolSpec(Model):
     output: JsonSchema | None = None  # JSON schema of a successful result, when known
     mutates: bool = False
     operation: ToolOperation | None = None
+    # MCP tool annotations as the server declares them (readOnlyHint, destructiveHint...): hints that
+    # outrank guesses from the name; None when the source states none, so "read-only" and "not stated" differ.
+    annotations: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unstated(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Tools without annotations dump as before, so specs of other sources keep their bytes."""
+        data = handler(self)
+        if self.annotations is None:
+            data.pop("annotations", None)
+        return data
 
 
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime"]

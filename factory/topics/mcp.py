@@ -17,6 +17,8 @@ from factory.naming import slugify, snake_case, title_from_slug
 from factory.topics.documents import SourceError
 
 PUBLISHER_META = "io.modelcontextprotocol.registry/publisher-provided"
+# The boolean hints of MCP ToolAnnotations (spec 2025-03-26 on); entity inference reads them.
+HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
 
 def verb_mutates(name: str) -> bool:
@@ -28,7 +30,10 @@ def verb_mutates(name: str) -> bool:
 
 
 def tool_from_mcp(raw: Any, path: str | Path, where: str) -> ToolSpec:
-    """One MCP Tool object -> ToolSpec; `mutates` from annotations when the server gives hints."""
+    """One MCP Tool object -> ToolSpec; `mutates` from annotations when the server gives hints.
+
+    The annotations are kept as declared: inference lets them outrank what the name suggests.
+    """
     if not isinstance(raw, dict):
         raise SourceError(path, f"{where}: a tool must be an object, not {type(raw).__name__}")
     name = raw.get("name")
@@ -49,6 +54,9 @@ def tool_from_mcp(raw: Any, path: str | Path, where: str) -> ToolSpec:
     annotations = raw.get("annotations") or {}
     if not isinstance(annotations, dict):
         raise SourceError(path, f"{where}: tool {name!r} annotations must be an object")
+    for hint in HINTS:
+        if hint in annotations and not isinstance(annotations[hint], bool):
+            raise SourceError(path, f"{where}: tool {name!r} annotation {hint} must be true or false")
     if annotations.get("readOnlyHint") is True:
         mutates = False
     elif annotations.get("destructiveHint") is True or annotations.get("readOnlyHint") is False:
@@ -56,7 +64,14 @@ def tool_from_mcp(raw: Any, path: str | Path, where: str) -> ToolSpec:
     else:
         mutates = verb_mutates(name)
     description = raw.get("description") or annotations.get("title") or raw.get("title") or name
-    return ToolSpec(name=name, description=str(description), parameters=schema, output=output, mutates=mutates)
+    return ToolSpec(
+        name=name,
+        description=str(description),
+        parameters=schema,
+        output=output,
+        mutates=mutates,
+        annotations=dict(annotations) or None,
+    )
 
 
 def _tools(raw_tools: Any, path: str | Path, where: str) -> list[ToolSpec]:

@@ -456,3 +456,25 @@ def test_every_catalog_topic_maps_its_tools() -> None:
         assert mapped / len(tools) >= 0.8, (t.id, unmapped_reasons(t))
         names = {e.name for e in entities}
         assert all(x.operation.entity in names for x in tools if x.operation is not None), t.id
+
+
+def test_server_hints_outrank_the_name_and_unstated_hints_change_nothing() -> None:
+    read_only, destructive = {"readOnlyHint": True}, {"readOnlyHint": False, "destructiveHint": True}
+
+    def hinted(hints: bool) -> dict[str, ToolOperation | None]:
+        tools = [
+            tool("list_tickets", {"status": S}),
+            tool("open_ticket", {"ticket_id": S}, ["ticket_id"], annotations=read_only if hints else None),
+            tool("log_reading", {"sensor_id": S, "value": N}, ["sensor_id"], annotations=read_only if hints else None),
+            tool("reset_counter", {"counter_id": S}, ["counter_id"], annotations=destructive if hints else None),
+            tool("get_counter", {"counter_id": S}, ["counter_id"]),
+        ]
+        return {t.name: t.operation for t in infer_entities(topic("hints", tools))[1]}
+
+    told, guessed = hinted(True), hinted(False)
+    assert told["open_ticket"] == ToolOperation(kind="get", entity="ticket")
+    assert told["log_reading"] == ToolOperation(kind="list", entity="reading")
+    assert told["reset_counter"] == ToolOperation(kind="delete", entity="counter")
+    assert guessed["open_ticket"] is not None and guessed["open_ticket"].action == "transition"
+    assert guessed["log_reading"] == ToolOperation(kind="create", entity="reading")
+    assert guessed["reset_counter"] is None  # `reset` deletes only when the server says it destroys

@@ -1,8 +1,12 @@
-"""What each tool does, from its name and parameters: an operation kind on an entity.
+"""What each tool does, from its name, description, annotations and parameters: an operation on an entity.
 
 The first pass reads every tool alone (`cancel_order(order_id)` is a transition of `order`); the
 second maps each tool's noun onto the entities the whole tool list confirms, since one tool cannot
-tell that `list_supplier_items(supplier_id)` works on `supplier_item` rather than `item`.
+tell that `list_supplier_items(supplier_id)` works on `supplier_item` rather than `item`, nor that
+`git_` is the namespace of git_status and git_log rather than their noun.
+
+A server's MCP annotations outrank the name: a `readOnlyHint` tool is never a write, and a
+`destructiveHint` tool whose name says reset or clear is a delete.
 """
 
 from __future__ import annotations
@@ -10,8 +14,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, replace
 
-from factory.envs.entities.names import parse_tool_name
-from factory.envs.entities.params import amount_param, find_key, id_entities, normalize_props, transfer_ends
+from factory.envs.entities.names import ToolName, namespace_of, read_tool
+from factory.envs.entities.params import (
+    amount_param,
+    batch_param,
+    find_key,
+    id_entities,
+    normalize_props,
+    transfer_ends,
+)
 from factory.lexicon import (
     AGGREGATE_VERBS,
     AMOUNT_NOUNS,
@@ -19,6 +30,7 @@ from factory.lexicon import (
     DECREMENT_VERBS,
     DELETE_VERBS,
     DERIVED_CREATES,
+    DESTRUCTIVE_VERBS,
     DUAL_VERBS,
     FIELD_ALIASES,
     GENERIC_PARTS,
@@ -34,7 +46,9 @@ from factory.lexicon import (
     VERB_FIELDS,
 )
 from factory.models import ActionKind, JsonSchema, OperationKind, ToolSpec
-from factory.naming import is_plural, plural, singular
+from factory.naming import is_plural, plural, singular, split_words
+
+WRITES = ("create", "update", "delete", "action")
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,7 @@ class Plan:
     transfer_params: tuple[str, str] | None = None
     full: str = ""  # the whole noun of the name, singular: a known entity wins over a split by id
     reason: str = ""
+    batch_param: str | None = None  # the array a batch tool takes its rows or keys in (create_entities)
 
 
 def _require_entity(plan: Plan) -> Plan:
@@ -68,10 +83,46 @@ def _names_row(noun: list[str], props: dict[str, JsonSchema]) -> bool:
     return bool(name) and (f"{name}_id" in props or "id" in props)
 
 
-def classify(tool: ToolSpec, known: set[str]) -> Plan:
-    """Kind and entity of one tool from its name and parameters (first pass: no entity list yet)."""
+def _hint(tool: ToolSpec, name: str) -> bool | None:
+    value = (tool.annotations or {}).get(name)
+    return value if isinstance(value, bool) else None
+
+
+def _destructive_name(tool: ToolSpec, parsed: ToolName) -> ToolName:
+    """`git_reset` of a server that calls it destructive reads as a delete of what follows the word."""
+    if parsed.verb is not None or not parsed.noun or parsed.noun[0] not in DESTRUCTIVE_VERBS:
+        return parsed
+    if _hint(tool, "destructiveHint") is not True or _hint(tool, "readOnlyHint") is True:
+        return parsed
+    return replace(parsed, verb="delete", noun=parsed.noun[1:])
+
+
+def _as_read(plan: Plan) -> Plan:
+    """A write guess on a tool the server marks read-only becomes the read its parameters allow."""
+    if plan.kind not in WRITES or _hint(plan.spec, "readOnlyHint") is not True:
+        return plan
+    kind: OperationKind = "list"
+    if plan.batch_param or (plan.entity and find_key(plan.entity, plan.props)):
+        kind = "get"
+    elif any(p in QUERY_NAMES for p in plan.props):
+        kind = "search"
+    return replace(plan, kind=kind, action=None, field=None, amount_param=None, to_candidates=[], transfer_params=None)
+
+
+def classify(tool: ToolSpec, known: set[str], namespace: str | None = None) -> Plan:
+    """Kind and entity of one tool from its name, description, hints and parameters (no entity list yet).
+
+    `namespace` is the word the server prefixes its tools with (`git`), set aside when reading the name.
+    """
     props, required = normalize_props(tool.parameters)
-    parsed = parse_tool_name(tool.name)
+    parsed = _destructive_name(tool, read_tool(tool.name, tool.description, namespace))
+    plan = _classify(tool, known, parsed, props, required)
+    return _as_read(replace(plan, batch_param=batch_param(props, required)))
+
+
+def _classify(
+    tool: ToolSpec, known: set[str], parsed: ToolName, props: dict[str, JsonSchema], required: list[str]
+) -> Plan:
     verb = parsed.verb
     noun = parsed.noun
     noun_name = singular("_".join(noun))
@@ -194,6 +245,7 @@ def settle_names(plans: list[Plan], fixed: list[str] | None) -> list[Plan]:
     `fixed` are the entities a source gives (OpenAPI); without them, the entities are those some tool
     reads or writes by key, or names by an `<x>_id` parameter.
     """
+    plans = _read_namespaced(plans, set(fixed or []))
     confirmed: set[str] = set(fixed or [])
     if fixed is None:
         for p in plans:
@@ -202,6 +254,19 @@ def settle_names(plans: list[Plan], fixed: list[str] | None) -> list[Plan]:
             confirmed.update(x for x in id_entities(p.props) if x not in NOT_ENTITIES)
     tables = {plural(e): e for e in confirmed}
     return [_settle_name(p, confirmed, tables, fixed is not None) for p in plans]
+
+
+def _read_namespaced(plans: list[Plan], known: set[str]) -> list[Plan]:
+    """Tools read again without the server's namespace word when it took the verb's or the noun's place."""
+    namespace = namespace_of([p.spec.name for p in plans])
+    if namespace is None:
+        return plans
+    return [
+        classify(p.spec, known, namespace)
+        if split_words(p.spec.name)[:1] == [namespace] and (p.verb is None or p.full.split("_")[0] == namespace)
+        else p
+        for p in plans
+    ]
 
 
 def _settle_name(p: Plan, confirmed: set[str], tables: dict[str, str], fixed: bool) -> Plan:

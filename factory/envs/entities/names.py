@@ -1,8 +1,14 @@
-"""Tool names read as verb + noun: `list_open_issues` -> ("list", ["issues"]), `issues_list` too."""
+"""Tool names read as verb + noun: `list_open_issues` -> ("list", ["issues"]), `issues_list` too.
+
+A server's namespace word (`git_` of git_status, git_log...) is not the verb; what a name leaves out
+after it (`git_status` has no verb, `git_log` no noun) the description's first words give.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections import Counter
 from dataclasses import dataclass
 
 from factory.lexicon import (
@@ -13,6 +19,7 @@ from factory.lexicon import (
     DECREMENT_VERBS,
     DELETE_VERBS,
     DERIVED_CREATES,
+    DESCRIPTION_STOPS,
     DUAL_VERBS,
     GET_VERBS,
     INCREMENT_VERBS,
@@ -95,3 +102,50 @@ def parse_tool_name(name: str) -> ToolName:
         elif last in TRAILING_AGGREGATE:
             trailing = "aggregate"
     return ToolName(verb, noun, tail, trailing)
+
+
+def namespace_of(names: list[str]) -> str | None:
+    """The first word at least two thirds of a server's tools share, when it is not a verb: `git`."""
+    firsts = [words[0] for words in map(split_words, names) if len(words) > 1]
+    if len(names) < 3 or not firsts:
+        return None
+    word, count = Counter(firsts).most_common(1)[0]
+    if word in ALL_VERBS or count * 3 < len(names) * 2:
+        return None
+    return word
+
+
+def _verb_form(word: str) -> str | None:
+    """A description's verb in its base form: "Shows" -> show, "Creates" -> create, "List" -> list."""
+    for base in (word, word[:-1] if word.endswith("s") else "", word[:-2] if word.endswith("es") else ""):
+        if base in ALL_VERBS:
+            return base
+    return None
+
+
+def parse_description(text: str, namespace: str | None = None) -> ToolName:
+    """The verb a description opens with and its object: "Shows the commit logs" -> ("show", ["commit", "logs"])."""
+    words = re.findall(r"[a-z]+", re.split(r"[.;:\n(]", text.lower(), maxsplit=1)[0])
+    verb = _verb_form(words[0]) if words else None
+    if verb is None:
+        return ToolName(None, [])
+    noun: list[str] = []
+    for w in words[1:]:
+        if w in DESCRIPTION_STOPS or len(noun) == 3:
+            break
+        if w != namespace and (noun or w not in LEADING_FILLERS):
+            noun.append(w)
+    return ToolName(verb, noun)
+
+
+def read_tool(name: str, description: str, namespace: str | None = None) -> ToolName:
+    """The name read as verb + noun with the namespace word set aside, completed by the description."""
+    words = split_words(name)
+    spaced = namespace is not None and len(words) > 1 and words[0] == namespace
+    parsed = parse_tool_name("_".join(words[1:]) if spaced else name)
+    if parsed.verb is not None and (parsed.noun or not spaced):
+        return parsed  # `deposit(account_id, amount)`: the parameters name the row
+    said = parse_description(description, namespace)
+    noun = parsed.noun or said.noun or ([namespace] if spaced and namespace else [])
+    verb = parsed.verb or said.verb
+    return ToolName(verb, noun, parsed.tail, parsed.trailing) if verb else parsed

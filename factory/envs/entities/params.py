@@ -28,7 +28,7 @@ from factory.lexicon import (
     WRITE_CONTROLS,
 )
 from factory.models import FieldSpec, FieldType, JsonSchema, OperationKind
-from factory.naming import snake_case
+from factory.naming import plural, snake_case
 
 _FROM_RE = re.compile(r"^(from|source|src|sender|origin)(?:_(.+?))?(?:_id)?$")
 _TO_RE = re.compile(r"^(to|destination|dest|dst|target|recipient|receiver)(?:_(.+?))?(?:_id)?$")
@@ -129,6 +129,27 @@ def id_entities(props: dict[str, JsonSchema]) -> list[str]:
     return out
 
 
+def batch_param(props: dict[str, JsonSchema], required: list[str]) -> str | None:
+    """The array a batch tool takes its rows or keys in: its only required parameter, when that is an array.
+
+    `create_entities(entities=[{name, entityType}])` creates one row per item, `delete_entities(entityNames=[...])`
+    deletes one per name; the operation is the single-item one, applied to each.
+    """
+    if len(required) != 1 or base_type(props[required[0]]) != "array":
+        return None
+    items = props[required[0]].get("items")
+    return required[0] if isinstance(items, dict) and base_type(items) in ("object", "string", "integer") else None
+
+
+def batch_items(entity: str, props: dict[str, JsonSchema]) -> tuple[dict[str, JsonSchema], list[str]] | None:
+    """The item parameters of a batch of rows of `entity`: the array parameter named like its table."""
+    schema = props.get(plural(entity))
+    items = schema.get("items") if schema and base_type(schema) == "array" else None
+    if not isinstance(items, dict) or base_type(items) != "object":
+        return None
+    return normalize_props(items)
+
+
 def find_key(entity: str, props: dict[str, JsonSchema]) -> str | None:
     """The parameter naming a row of `entity`: `<entity>_id`, else `id`, `<entity>_number`, `<entity>_key`."""
     for candidate in (f"{entity}_id", "id", f"{entity}_number", f"{entity}_key", f"{entity}_uuid"):
@@ -165,12 +186,19 @@ def field_params(
 ) -> list[tuple[str, JsonSchema, bool]]:
     """Parameters of a tool that name fields of its entity, with required-ness on create.
 
+    A batch write's array of rows (`entities` of `create_entities`) names the fields its items have.
+
     A read's controls (paging, sorting, the search text) name no field; its range filters name the
     field they bound: `min_price` and `price_max` -> `price`, `created_after` -> `created_at`.
     """
     key = f"{entity}_id"
     out: list[tuple[str, JsonSchema, bool]] = []
     reading = kind in ("list", "search", "aggregate")
+    batch = batch_items(entity, props) if kind in ("create", "update") else None
+    if batch is not None:  # a batch's items are the rows: their properties name the fields
+        rows = plural(entity)
+        props = {**{k: v for k, v in props.items() if k != rows}, **batch[0]}
+        required = [r for r in required if r != rows] + batch[1]
     for name, schema in props.items():
         if name in (key, "id") or name in WRITE_CONTROLS:
             continue
