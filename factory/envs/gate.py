@@ -3,6 +3,12 @@
 A tool is kept when its test accuracy is above the threshold; the environment is kept when its tools.py
 compiles (imports in the sandbox) and at least one tested tool is kept. Everything dropped gets a reason,
 including tools that got no code (no inferred operation) or no tests.
+
+A successful result must also be valid against the output schema the tool advertises (env.json `output`,
+MCP `outputSchema`), checked the way the official MCP client checks `structuredContent`: JSON Schema
+Draft 2020-12 unless the schema names its own `$schema`, `$ref`s resolved inside the schema only, formats
+as annotations. A result a client would reject fails its case. The check runs here, in the
+orchestrator, on the result data the sandbox sent back.
 """
 
 from __future__ import annotations
@@ -12,15 +18,55 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from jsonschema import SchemaError
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import Draft202012Validator, validator_for
+from referencing import Registry
+
 from factory.envs.bundle import ENV_JSON, REPORT_JSON, TESTS_JSON, Bundle
 from factory.envs.codegen import unsupported_tools
 from factory.envs.state import Rows
 from factory.envs.testgen import generate_tests
-from factory.models import EnvSpec, GateReport, Snapshot, StateCheck, TestCase, ToolReport, ToolResult
+from factory.models import (
+    EnvSpec,
+    GateReport,
+    JsonSchema,
+    Snapshot,
+    StateCheck,
+    TestCase,
+    ToolReport,
+    ToolResult,
+)
 from factory.sandbox import SandboxPool
 from factory.store import write_json_atomic
 
 MAX_FAILURES_LISTED = 5
+MAX_MESSAGE = 200
+
+
+class OutputCheck:
+    """One tool's advertised output schema, compiled once: why a result breaks it, or None."""
+
+    def __init__(self, schema: JsonSchema):
+        self.validator: Validator | None = None
+        self.invalid: str | None = None
+        cls = validator_for(schema, default=Draft202012Validator)
+        try:
+            cls.check_schema(schema)
+        except SchemaError as e:
+            self.invalid = f"the output schema is not valid JSON Schema: {_clip(e.message)}"
+            return
+        self.validator = cls(schema, registry=Registry())
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` is not valid against the schema (the error a client would report), or None."""
+        if self.validator is None:
+            return self.invalid
+        error: ValidationError | None = best_match(self.validator.iter_errors(value))
+        if error is None:
+            return None
+        return f"result breaks the output schema at {error.json_path}: {_clip(error.message)}"
 
 
 def matches(expected: Any, actual: Any) -> bool:
@@ -52,9 +98,11 @@ def check_state(checks: list[StateCheck], snapshot: Snapshot) -> str | None:
     return None
 
 
-def check_case(case: TestCase, result: ToolResult, snapshot: Snapshot | None = None) -> str | None:
+def check_case(
+    case: TestCase, result: ToolResult, snapshot: Snapshot | None = None, output: OutputCheck | None = None
+) -> str | None:
     """Why `result` (and the state after it, `snapshot`, for a case that checks effects) does not meet the
-    case's expectation, or None when it does."""
+    case's expectation or, on success, the tool's advertised `output` schema; None when it does."""
     expect = case.expect
     if not expect.ok:
         if result.ok:
@@ -66,6 +114,9 @@ def check_case(case: TestCase, result: ToolResult, snapshot: Snapshot | None = N
     if not result.ok:
         err = result.error
         return f"expected success, got error {err.code if err else '?'}: {err.message if err else ''}"
+    broken = output.problem(result.value) if output is not None else None
+    if broken is not None:
+        return broken
     if expect.match is not None and not matches(expect.match, result.value):
         return f"result {_short(result.value)} does not contain {_short(expect.match)}"
     if expect.count is not None:
@@ -80,7 +131,10 @@ def check_case(case: TestCase, result: ToolResult, snapshot: Snapshot | None = N
 
 
 def _short(value: Any, limit: int = 160) -> str:
-    text = repr(value)
+    return _clip(repr(value), limit)
+
+
+def _clip(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -89,15 +143,18 @@ def _tool_reports(
     results: list[ToolResult],
     threshold: float,
     snapshots: list[Snapshot | None] | None = None,
+    outputs: dict[str, JsonSchema] | None = None,
 ) -> dict[str, ToolReport]:
     by_tool: dict[str, list[tuple[TestCase, ToolResult, Snapshot | None]]] = defaultdict(list)
     for case, result, snapshot in zip(cases, results, snapshots or [None] * len(cases), strict=True):
         by_tool[case.tool].append((case, result, snapshot))
     reports = {}
     for name, pairs in sorted(by_tool.items()):
+        schema = (outputs or {}).get(name)
+        output = OutputCheck(schema) if schema is not None else None
         failures = []
         for case, result, snapshot in pairs:
-            why = check_case(case, result, snapshot)
+            why = check_case(case, result, snapshot, output)
             if why is not None:
                 failures.append(f"{case.name or case.tool}: {why}")
         passed = len(pairs) - len(failures)
@@ -140,7 +197,8 @@ def run_gate(
                 session.reset()
                 results.append(session.call(case.tool, case.args))
                 snapshots.append(session.snapshot() if case.state and results[-1].ok else None)
-    reports = _tool_reports(runnable, results, threshold, snapshots)
+    outputs = {t.name: t.output for t in spec.tools if t.output is not None}
+    reports = _tool_reports(runnable, results, threshold, snapshots, outputs)
     reasons = []
     for tool in spec.tools:
         if tool.name not in reports and tool.name in no_code:

@@ -1,9 +1,11 @@
 """Output schemas: the columns a tool's own output names, and the output every operation returns.
 
-A tool that says what it returns (an MCP `outputSchema`) tells inference columns no parameter
-names; the record may sit in a page (`items`), a bare array or an envelope (`{"order": {...}}`).
-Once mapped, every tool's output is its entity's record with the real column names, so the tool
-graph can see which output feeds which parameter.
+A tool that says what it returns (an MCP `outputSchema`, an OpenAPI response) tells inference columns
+no parameter names; the record may sit in a page (`items`), a bare array or an envelope
+(`{"order": {...}}`). Once mapped, a tool's output schema is derived from its entity and operation, so it
+says exactly what the generated code returns (our rows, pages and delete results, not the document's
+nested objects): the gate checks every result against it, and clients validate against it. The
+document still lends its property descriptions and numeric formats where a column keeps its type.
 """
 
 from __future__ import annotations
@@ -55,9 +57,12 @@ def output_fields(p: Plan) -> list[tuple[str, JsonSchema, bool]]:
 
 
 def field_schema(f: FieldSpec) -> JsonSchema:
-    """JSON schema of one column's values."""
+    """JSON schema of one column's values. A `json` column holds any JSON value (the files backend keeps
+    what was written, sqlite gives back its text), so it names no type."""
     base: JsonSchema
-    if f.type in ("date", "datetime"):
+    if f.format == "json":
+        base = {}
+    elif f.type in ("date", "datetime"):
         base = {"type": "string", "format": "date" if f.type == "date" else "date-time"}
     else:
         base = {"type": f.type}
@@ -76,24 +81,47 @@ def field_schema(f: FieldSpec) -> JsonSchema:
     return base
 
 
-def record_schema(entity: EntitySpec) -> JsonSchema:
-    """The output of get/create/update: one row with its real column names (`id` is the primary key)."""
+def _nullable(schema: JsonSchema) -> JsonSchema:
+    if "type" in schema:
+        schema["type"] = [schema["type"], "null"]
+    return schema
+
+
+def _documented(column: JsonSchema, doc: object) -> JsonSchema:
+    """`column` with the document's description, and its format for a number, when the document's
+    property has the column's type (a nested object that became `<x>_id` or json text does not)."""
+    if not isinstance(doc, dict) or "type" not in column or base_type(doc) != column["type"]:
+        return column
+    if not column.get("description") and isinstance(doc.get("description"), str) and doc["description"]:
+        column["description"] = doc["description"]
+    if column["type"] in ("integer", "number") and "format" not in column and isinstance(doc.get("format"), str):
+        column["format"] = doc["format"]
+    return column
+
+
+def record_schema(entity: EntitySpec, documented: JsonSchema | None = None) -> JsonSchema:
+    """The output of get/create/update: one row with its real column names (`id` is the primary key);
+    `documented` is the record the tool's document describes, for descriptions and formats."""
+    doc_props = (documented or {}).get("properties")
+    doc_props = {snake_case(k): v for k, v in doc_props.items()} if isinstance(doc_props, dict) else {}
     props: dict[str, JsonSchema] = {}
     for f in entity.fields:
-        s = field_schema(f)
-        if not (f.required or f.primary_key):
-            s["type"] = [s["type"], "null"]
-        props[f.name] = s
+        s = _documented(field_schema(f), doc_props.get(f.name))
+        props[f.name] = s if f.required or f.primary_key else _nullable(s)
     required = [f.name for f in entity.fields if f.required or f.primary_key]
-    return {"type": "object", "title": entity.name, "x-entity": entity.name, "properties": props, "required": required}
+    out: JsonSchema = {"type": "object", "title": entity.name, "x-entity": entity.name}
+    description = (documented or {}).get("description")
+    if isinstance(description, str) and description:
+        out["description"] = description
+    return {**out, "properties": props, "required": required}
 
 
-def page_schema(entity: EntitySpec) -> JsonSchema:
+def page_schema(entity: EntitySpec, documented: JsonSchema | None = None) -> JsonSchema:
     """The output of list/search: a page of records and the offset of the next one."""
     return {
         "type": "object",
         "properties": {
-            "items": {"type": "array", "items": record_schema(entity)},
+            "items": {"type": "array", "items": record_schema(entity, documented)},
             "total": {"type": "integer"},
             "next_offset": {"type": ["integer", "null"]},
         },
@@ -101,15 +129,30 @@ def page_schema(entity: EntitySpec) -> JsonSchema:
     }
 
 
-def output_schema(op: ToolOperation, entity: EntitySpec) -> JsonSchema:
-    """The JSON schema of a successful result of `op` (see ToolOperation's docstring)."""
+def _key_type(entity: EntitySpec) -> str:
+    pk = next((f for f in entity.fields if f.name == entity.primary_key), None)
+    return "integer" if pk is not None and pk.type == "integer" else "string"
+
+
+def output_schema(
+    op: ToolOperation,
+    entity: EntitySpec,
+    params: JsonSchema | None = None,
+    documented: JsonSchema | None = None,
+) -> JsonSchema:
+    """The JSON schema of a successful result of `op` (see ToolOperation's docstring), as the generated
+    code returns it; `params` is the tool's parameter schema (a delete answers with its key parameter's
+    name: `<entity>_id`, else the key column), `documented` the output the tool's document describes
+    (descriptions and formats only)."""
+    props = (params or {}).get("properties") or {}
+    record = _output_record(documented, entity.name) if isinstance(documented, dict) else None
     if op.kind in ("list", "search"):
-        return page_schema(entity)
+        return page_schema(entity, record if record is not documented else None)
     if op.kind == "delete":
-        key = f"{entity.name}_id"
+        key = f"{entity.name}_id" if params is None or f"{entity.name}_id" in props else entity.primary_key
         return {
             "type": "object",
-            "properties": {"deleted": {"type": "boolean"}, key: {"type": "string"}},
+            "properties": {"deleted": {"type": "boolean"}, key: {"type": _key_type(entity)}},
             "required": ["deleted", key],
         }
     if op.kind == "aggregate":
@@ -123,9 +166,14 @@ def output_schema(op: ToolOperation, entity: EntitySpec) -> JsonSchema:
             },
         }
     if op.kind == "action" and op.action == "transfer":
+        amount = op.amount_param or "amount"
         return {
             "type": "object",
-            "properties": {"from": record_schema(entity), "to": record_schema(entity), "amount": {"type": "number"}},
+            "properties": {
+                "from": record_schema(entity),
+                "to": record_schema(entity),
+                amount: {"type": "number"},
+            },
             "required": ["from", "to"],
         }
-    return record_schema(entity)
+    return record_schema(entity, record)

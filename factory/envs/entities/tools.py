@@ -121,7 +121,7 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec]) -> tuple[ToolSpec, str
         known = entities.get(tool.operation.entity)
         if known is None:
             return tool, ""
-        out = tool.output if tool.output is not None else output_schema(tool.operation, known)
+        out = output_schema(tool.operation, known, tool.parameters, documented=tool.output)
         mutates = tool.operation.kind in ("create", "update", "delete", "action")
         return tool.model_copy(update={"output": out, "mutates": mutates}), ""
     entity = entities.get(p.entity or "")
@@ -182,6 +182,6 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec]) -> tuple[ToolSpec, str
             "operation": op,
             "parameters": schema,
             "mutates": p.kind in ("create", "update", "delete", "action"),
-            "output": output_schema(op, entity),
+            "output": output_schema(op, entity, schema, documented=tool.output),
         }
     ), ""
