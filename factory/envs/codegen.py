@@ -246,6 +246,26 @@ def referrers(entities: list[EntitySpec], entity: EntitySpec) -> list[tuple[Enti
     return out
 
 
+_BLANK_VALUES: dict[str, object] = {
+    "integer": 0,
+    "number": 0,
+    "boolean": False,
+    "date": "2025-01-01",
+    "datetime": "2025-01-01T00:00:00",
+}
+
+
+def create_defaults(entity: EntitySpec, settable: set[str]) -> dict[str, object]:
+    """The values a create gives fields the caller left out: an enum its first value, and a required (NOT NULL)
+    field no parameter sets (a server-made token) a blank of its type; keys, stamps and references excluded."""
+    out: dict[str, object] = {f.name: f.enum[0] for f in entity.fields if f.enum and f.name != entity.primary_key}
+    for f in entity.fields:
+        unset = f.required and f.name not in settable and f.name not in out and f.name != entity.primary_key
+        if unset and f.name not in TIMESTAMP_COLUMNS and not f.references:
+            out[f.name] = _BLANK_VALUES.get(f.type, "")
+    return out
+
+
 def is_non_negative(entity: EntitySpec, field: str) -> bool:
     """Whether a rule keeps `field` of `entity` at 0 or more."""
     return any(r.kind == "non_negative" and r.field == field for r in entity.rules)
@@ -472,6 +492,13 @@ def _schema(spec: EnvSpec) -> str:
 _CONTROL_PARAMS = ("limit", "offset", "query", "field", "group_by")
 
 
+def _page_number(value: object, name: str) -> bool:
+    """Whether `value` is a default _page takes for `name`: a limit of 1 or more, an offset of 0 or more."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    return value >= 1 if name == "limit" else value >= 0
+
+
 class _ToolWriter:
     """Writes one tool function from its operation, schema and entity."""
 
@@ -511,12 +538,14 @@ class _ToolWriter:
             self.local = {n: n for n in names}
             return _Call(self.tool.name, (STATE,), tuple(defaults.items()))
         self.local = {n: f"arg_{i}" for i, n in enumerate(names)}
-        return _Call(self.tool.name, (STATE, _Code("**params")))
+        # positional-only: a tool parameter may itself be called `state`
+        return _Call(self.tool.name, (STATE, _Code("/"), _Code("**params")))
 
     def _default(self, name: str) -> object:
         prop = self.props[name]
         value = prop.get("default") if isinstance(prop, dict) else None
-        if value is None and self.op.kind in ("list", "search") and name in ("limit", "offset"):
+        if self.op.kind in ("list", "search") and name in ("limit", "offset") and not _page_number(value, name):
+            # no default, or one _page refuses (an API's `limit: -1` meaning "all", a string)
             return DEFAULT_LIMIT if name == "limit" else 0
         return value if isinstance(value, str | int | float | bool) else None
 
@@ -529,6 +558,13 @@ class _ToolWriter:
 
     def _opt(self, param: str) -> _Code | None:
         return self.v(param) if param in self.props else None
+
+    def _page_arg(self, param: str) -> _Code | None:
+        """`limit`/`offset` for _page, when the schema types it as an integer (a string limit pages by default)."""
+        prop = self.props.get(param)
+        types = prop.get("type") if isinstance(prop, dict) else None
+        integer = types is None or "integer" in ([types] if isinstance(types, str) else types)
+        return self._opt(param) if integer else None
 
     def _field_params(self) -> list[tuple[str, FieldSpec]]:
         """(parameter, field) for every parameter naming a field of the entity."""
@@ -587,9 +623,10 @@ class _ToolWriter:
         sign_code = sign_code or ("invalid_arguments" if consumed else None)
         if sign_code:
             self.body.do(_call("_check_not_negative", f.name, value, sign_code))
-        if f.minimum is not None and not (sign_code and f.minimum <= 0):
+        numeric = f.type in NUMERIC_TYPES  # a bound on a text field (a length) is the schema's to check
+        if numeric and f.minimum is not None and not (sign_code and f.minimum <= 0):
             self.body.do(_call("_check_at_least", f.name, value, f.minimum))
-        if f.maximum is not None:
+        if numeric and f.maximum is not None:
             self.body.do(_call("_check_at_most", f.name, value, f.maximum))
         target = find_entity(self.spec.entities, f.references.partition(".")[0]) if f.references else None
         if f.references and target is not None:
@@ -646,14 +683,14 @@ class _ToolWriter:
 
     def _list(self) -> None:
         self.body.let("rows", self._select())
-        self.body.ret(_call("_page", ROWS, self._opt("limit"), self._opt("offset")))
+        self.body.ret(_call("_page", ROWS, self._page_arg("limit"), self._page_arg("offset")))
 
     def _search(self) -> None:
         self.body.let("rows", self._select())
         query = query_param(self.props)
         if query:
             self.body.let("rows", _call("_search", ROWS, self.v(query), tuple(searchable_fields(self.entity))))
-        self.body.ret(_call("_page", ROWS, self._opt("limit"), self._opt("offset")))
+        self.body.ret(_call("_page", ROWS, self._page_arg("limit"), self._page_arg("offset")))
 
     def _get(self) -> None:
         self.body.ret(self._find())
@@ -685,7 +722,7 @@ class _ToolWriter:
         self.body.let(
             "record", {f.name: self.v(by_field[f.name]) if f.name in by_field else None for f in self.fields.values()}
         )
-        defaults = {f.name: f.enum[0] for f in self.entity.fields if f.enum and f.name != self.pk}
+        defaults = create_defaults(self.entity, set(by_field))
         if defaults:
             self.body.do(_call("_fill_defaults", RECORD, defaults))
         integer_key = self.fields[self.pk].type == "integer"

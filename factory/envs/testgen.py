@@ -12,6 +12,7 @@ import json
 import random
 import re
 from collections.abc import Callable
+from re import _parser
 from typing import Any
 
 from factory.envs.codegen import (
@@ -19,6 +20,7 @@ from factory.envs.codegen import (
     Supply,
     closed_states,
     consumed_supplies,
+    create_defaults,
     find_entity,
     is_non_negative,
     key_param,
@@ -33,10 +35,12 @@ from factory.envs.codegen import (
 from factory.envs.toolkit.common import MAX_LIMIT
 from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.models import EntitySpec, EnvSpec, FieldSpec, StateCheck, TestCase, TestExpect, ToolSpec
+from factory.sandbox.schema import compile_schema
 
 Rows = list[dict[str, Any]]
 MISSING_ID = "does-not-exist-0"
 MISSING_INT_ID = 987654321
+MAX_SHAPED_EXAMPLES = 50  # existing values an unknown id is shaped after (each costs a schema check per edit)
 
 
 def _ok(match: Any = None, count: int | None = None) -> TestExpect:
@@ -49,6 +53,130 @@ def _fail(code: str) -> TestExpect:
 
 def _round(value: Any) -> Any:
     return round(value, 6) if isinstance(value, float) else value
+
+
+FORMAT_EXAMPLES = {
+    "date": "2025-06-01",
+    "date-time": "2025-06-01T12:00:00Z",
+    "email": "test@example.org",
+    "uri": "https://example.org/test",
+    "url": "https://example.org/test",
+    "uuid": "123e4567-e89b-42d3-a456-426614174000",
+    "ipv4": "192.0.2.1",
+    "hostname": "example.org",
+}
+_CATEGORY_CHARS = {"CATEGORY_DIGIT": "7", "CATEGORY_WORD": "a", "CATEGORY_SPACE": " "}
+
+
+def _regex_text(nodes: Any) -> str:
+    """A string the parsed regex `nodes` matches: first branches, minimal repeats (at least one), anchors skipped."""
+    out = []
+    for op, arg in nodes:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif name == "NOT_LITERAL":
+            out.append("a" if chr(arg) != "a" else "b")
+        elif name == "ANY":
+            out.append("a")
+        elif name == "IN":
+            out.append(_class_char(arg))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT"):
+            low, _, sub = arg
+            out.append(_regex_text(sub) * max(low, 1))
+        elif name == "SUBPATTERN":
+            out.append(_regex_text(arg[-1]))
+        elif name == "BRANCH":
+            out.append(_regex_text(arg[1][0]))
+        elif name == "CATEGORY":
+            out.append(_CATEGORY_CHARS.get(str(arg), "a"))
+    return "".join(out)
+
+
+def _class_char(items: list[tuple[Any, Any]]) -> str:
+    """A character inside the class `items` (`[a-z0-9_]`), or outside what a negated class (`[^ :]`) excludes."""
+    if items and str(items[0][0]) == "NEGATE":
+        excluded = {chr(a) for op, a in items[1:] if str(op) == "LITERAL"}
+        return next(c for c in "a7Z_" if c not in excluded)
+    op, arg = items[0]
+    if str(op) == "RANGE":
+        return chr(arg[0])
+    if str(op) == "CATEGORY":
+        return _CATEGORY_CHARS.get(str(arg), "a")
+    return chr(arg)
+
+
+def _pattern_text(pattern: str) -> str | None:
+    try:
+        return _regex_text(_parser.parse(pattern))
+    except (re.error, StopIteration, TypeError, ValueError):
+        return None
+
+
+def schema_example(schema: Any, hint: str = "test value", depth: int = 0) -> Any:
+    """A value `schema` accepts, built from the schema alone (enum member, format, pattern, required
+    properties, one item per array), or None when none is found; checked with the gate's own validator."""
+    value = _example(schema, hint, depth)
+    if isinstance(schema, dict) and compile_schema({"type": "object", "properties": {"v": schema}})({"v": value}):
+        return None
+    return value
+
+
+def _example(schema: Any, hint: str, depth: int) -> Any:
+    if not isinstance(schema, dict) or depth > 6:
+        return hint
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return next((v for v in schema["enum"] if v is not None), schema["enum"][0])
+    for key in ("anyOf", "oneOf"):
+        for alt in schema.get(key) or []:
+            if isinstance(alt, dict) and alt.get("type") != "null":
+                value = schema_example({**{k: v for k, v in schema.items() if k != key}, **alt}, hint, depth + 1)
+                if value is not None:
+                    return value
+    if isinstance(schema.get("allOf"), list):
+        merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+        for part in schema["allOf"]:
+            if isinstance(part, dict):
+                merged["properties"] = {**merged.get("properties", {}), **part.get("properties", {})}
+                merged["required"] = [*merged.get("required", []), *part.get("required", [])]
+                merged.update({k: v for k, v in part.items() if k not in ("properties", "required")})
+        return _example(merged, hint, depth + 1)
+    types = schema.get("type")
+    names = [types] if isinstance(types, str) else [t for t in types or [] if t != "null"] or list(types or [])
+    typ = names[0] if names else ("object" if "properties" in schema else "array" if "items" in schema else "string")
+    return _typed_example(schema, typ, hint, depth)
+
+
+def _typed_example(schema: dict[str, Any], typ: str, hint: str, depth: int) -> Any:
+    if typ == "object":
+        props = schema.get("properties") or {}
+        names = [r for r in schema.get("required") or [] if isinstance(r, str)] or list(props)[:1]
+        return {n: _example(props.get(n, {}), n.replace("_", " "), depth + 1) for n in names}
+    if typ == "array":
+        return [_example(schema.get("items"), hint, depth + 1)] * max(int(schema.get("minItems", 1)), 1)
+    if typ in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + 1 if "exclusiveMinimum" in schema else 1)
+        value = min(max(low, 1), schema.get("maximum", max(low, 1)))
+        return int(value) if typ == "integer" else float(value)
+    if typ == "boolean":
+        return True
+    if typ == "null":
+        return None
+    text = FORMAT_EXAMPLES.get(str(schema.get("format")), hint)
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        variants = [text, *(text.replace(" ", sep) for sep in ("-", "_", ""))]
+        text = next((v for v in variants if re.search(pattern, v)), None) or _pattern_text(pattern) or text
+    return text.ljust(int(schema.get("minLength", 0)), "x")
+
+
+def _structured(prop: dict[str, Any]) -> bool:
+    """Whether the parameter takes an array or an object (not a scalar a row column could hold as is)."""
+    types = prop.get("type")
+    names = {types} if isinstance(types, str) else set(types or [])
+    return bool(names & {"array", "object"}) and not names & {"string", "integer", "number", "boolean"}
 
 
 def next_id(keys: list[Any], integer: bool, prefix: str) -> Any:
@@ -82,6 +210,8 @@ class _Cases:
         self.rng = random.Random(f"{seed}:{tool.name}")
         self.cases: list[TestCase] = []
         self.base: dict[str, Any] = {}  # required filters every case of a list/search/aggregate carries
+        self.checks: dict[str, Callable[[Any], str | None]] = {}
+        self.validate = compile_schema(tool.parameters)
 
     def rows_of(self, entity: EntitySpec) -> Rows:
         return sorted(self.all_rows.get(entity.table, []), key=lambda r: r[entity.primary_key])
@@ -142,30 +272,44 @@ class _Cases:
             if p in ("query", "limit", "offset", "field", "group_by", query_param(self.props)):
                 continue
             f = param_field(self.entity, p)
-            values = [r[f.name] for r in self.rows if f is not None and r.get(f.name) is not None]
-            if f is None or not values:
+            if f is None:  # a required argument the entity has no field for: the tool filters nothing by it
+                self.base[p] = self.filler(p)
+                continue
+            if _structured(self.props.get(p) or {}):
+                return False  # stores match lists and objects by their JSON text, not by value
+            values = [r[f.name] for r in self.rows if r.get(f.name) is not None and self.allows(p, r[f.name])]
+            value = self.rng.choice(values) if values else self.fresh_value(p, f, "test")
+            if value is None or not self.allows(p, value):
                 return False
-            value = self.rng.choice(values)
             self.base[p] = value
             self.rows = [r for r in self.rows if r.get(f.name) == value]
         return True
 
     def add(self, what: str, args: dict[str, Any], expect: TestExpect) -> None:
+        """Add a case; one whose arguments the schema refuses is dropped unless it expects invalid_arguments
+        (the gate refuses such arguments before the tool runs, so any other expectation would be wrong)."""
         args = {**self.base, **args}
         for p in self.required:
             if p not in args:
                 args[p] = self.filler(p)
+        if expect.error_code != "invalid_arguments" and self.validate(args) is not None:
+            return
         self.cases.append(TestCase(tool=self.tool.name, args=args, expect=expect, name=f"{self.tool.name}: {what}"))
 
     def missing_id(self, param: str | None) -> Any:
         """An id no row has that the parameter's schema still accepts."""
-        typ = (self.props.get(param or "") or {}).get("type")
-        if typ == "integer":
-            return MISSING_INT_ID
         if param is None or self.allows(param, MISSING_ID):
             return MISSING_ID
+        if self.allows(param, MISSING_INT_ID):
+            return MISSING_INT_ID
         taken = {str(r.get(f.name)) for e in self.spec.entities for r in self.rows_of(e) for f in e.fields}
-        return self.shaped(param, sorted(taken), taken) or MISSING_ID
+        members = (self.props.get(param) or {}).get("enum")
+        if members:  # an enum-typed id: a member no row holds, else none (the case is left out)
+            return next((v for v in members if str(v) not in taken), MISSING_ID)
+        example = self.example(param, MISSING_ID)
+        if example is not None and str(example) not in taken:
+            return example
+        return self.shaped(param, sorted(taken)[:MAX_SHAPED_EXAMPLES], taken) or MISSING_ID
 
     def shaped(self, param: str, examples: list[str], taken: set[str]) -> str | None:
         """A string like one of `examples` (a character changed) that the schema accepts and is not taken."""
@@ -192,16 +336,8 @@ class _Cases:
         f = param_field(self.entity, p)
         if f is not None:
             return self.fresh_value(p, f, "test")
-        prop = self.props.get(p) or {}
-        if prop.get("enum"):
-            return prop["enum"][0]
-        typ = prop.get("type")
-        if typ in ("integer", "number"):
-            low = prop.get("minimum", 1)
-            return int(max(low, 1)) if typ == "integer" else float(max(low, 1))
-        if typ == "boolean":
-            return True
-        return self.shaped(p, [], set()) if not self.allows(p, "test value") else "test value"
+        value = self.example(p)
+        return value if value is not None else self.shaped(p, [], set())
 
     def referenced(self, row: dict[str, Any]) -> bool:
         return any(
@@ -214,21 +350,13 @@ class _Cases:
 
     def allows(self, param: str, value: Any) -> bool:
         """Whether the schema itself accepts `value` (else the runtime answers invalid_arguments first)."""
-        prop = self.props.get(param) or {}
-        if "enum" in prop and value not in prop["enum"]:
-            return False
-        if isinstance(value, str):
-            pattern = prop.get("pattern")
-            if isinstance(pattern, str) and not re.search(pattern, value):
-                return False
-            if len(value) < prop.get("minLength", 0) or len(value) > prop.get("maxLength", len(value)):
-                return False
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if "minimum" in prop and value < prop["minimum"]:
-                return False
-            if "maximum" in prop and value > prop["maximum"]:
-                return False
-        return True
+        if param not in self.checks:
+            self.checks[param] = compile_schema({"type": "object", "properties": {param: self.props.get(param) or {}}})
+        return self.checks[param]({param: value}) is None
+
+    def example(self, param: str, hint: str = "test value") -> Any:
+        """A value the parameter's schema accepts, from the schema alone."""
+        return schema_example(self.props.get(param) or {}, hint)
 
     # values for new rows
 
@@ -244,10 +372,12 @@ class _Cases:
     def fresh_value(self, param: str, f: FieldSpec, tag: str) -> Any:
         """A valid value for field `f` that no row holds yet (for unique fields) and the schema accepts."""
         prop = self.props.get(param) or {}
+        if _structured(prop) or f.format == "json":
+            return self.example(param, f"{tag} {f.name}".replace("_", " "))
         if f.references:
-            values = self.ref_values(f, live=True)
+            values = [v for v in self.ref_values(f, live=True) if self.allows(param, v)]
             return self.rng.choice(values) if values else None
-        choices = prop.get("enum") or f.enum
+        choices = [c for c in prop.get("enum") or f.enum or [] if self.allows(param, c)]
         if choices:
             return self.rng.choice(choices)
         low = max(x for x in (f.minimum, prop.get("minimum"), 0) if x is not None)
@@ -260,9 +390,9 @@ class _Cases:
             return min(value, float(high)) if high is not None else value
         if f.type == "boolean":
             return True
-        if f.type == "date":
+        if f.type == "date" and self.allows(param, "2025-06-01"):
             return "2025-06-01"
-        if f.type == "datetime":
+        if f.type == "datetime" and self.allows(param, "2025-06-01T12:00:00"):
             return "2025-06-01T12:00:00"
         value = f"{tag}.{f.name}@example.org" if f.format == "email" else f"{tag} {f.name}".replace("_", " ")
         if self.allows(param, value):
@@ -272,6 +402,9 @@ class _Cases:
             fitting = [v for v in existing if self.allows(param, v)]
             if fitting:
                 return self.rng.choice(fitting)
+        example = self.example(param, value)
+        if example is not None and not (f.unique and example in existing):
+            return example
         return self.shaped(param, existing, set(existing)) or value
 
     # per kind
@@ -296,8 +429,9 @@ class _Cases:
         return {}
 
     def _get(self) -> None:
-        if self.rows:
-            row = self.rng.choice(self.rows)
+        named = [r for r in self.rows if self.key is not None and self.allows(self.key, r[self.pk])]
+        if named:
+            row = self.rng.choice(named)
             self.add("existing id", {self.key: row[self.pk]}, _ok(self.shown(row)))
         self.add("unknown id", {self.key: self.missing_id(self.key)}, _fail("not_found"))
 
@@ -305,7 +439,12 @@ class _Cases:
         return [r for r in self.rows if predicate(r)]
 
     def page_args(self) -> dict[str, Any]:
-        return {"limit": MAX_LIMIT} if "limit" in self.props else {}
+        """The largest page, when the tool's `limit` takes it (a string-typed limit pages by default)."""
+        return {"limit": MAX_LIMIT} if "limit" in self.props and self.allows("limit", MAX_LIMIT) else {}
+
+    def page_limit(self) -> int | None:
+        """The limit the filtered cases run with: the one page_args sends, else the tool's default."""
+        return MAX_LIMIT if self.page_args() else None
 
     def expect_page(self, matched: Rows, limit: int | None = None, offset: int = 0) -> TestExpect:
         limit = min(limit or self.default_limit(), MAX_LIMIT)
@@ -334,14 +473,14 @@ class _Cases:
     def filter_cases(self) -> None:
         fields = self.field_params()
         for p, f in fields.items():
-            values = [r[f.name] for r in self.rows if r.get(f.name) is not None]
-            if not values or f.name == self.pk or p in self.base:
-                continue
+            values = [r[f.name] for r in self.rows if r.get(f.name) is not None and self.allows(p, r[f.name])]
+            if not values or f.name == self.pk or p in self.base or _structured(self.props.get(p) or {}):
+                continue  # (stores match lists and objects by their JSON text, not by value)
             value = self.rng.choice(values)
-            if not self.allows(p, value):
-                continue
             matched = self.filtered(lambda r, n=f.name, v=value: r.get(n) == v)
-            self.add(f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, MAX_LIMIT))
+            self.add(
+                f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, self.page_limit())
+            )
         for p in self.props:
             for bound in ("min_", "max_"):
                 name = p[len(bound) :]
@@ -356,7 +495,11 @@ class _Cases:
                     matched = self.filtered(lambda r, n=name, v=value: r.get(n) is not None and r[n] >= v)
                 else:
                     matched = self.filtered(lambda r, n=name, v=value: r.get(n) is not None and r[n] <= v)
-                self.add(f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, MAX_LIMIT))
+                self.add(
+                    f"filter {p}={value!r}",
+                    {p: value, **self.page_args()},
+                    self.expect_page(matched, self.page_limit()),
+                )
 
     def _search(self) -> None:
         fields = searchable_fields(self.entity)
@@ -372,7 +515,7 @@ class _Cases:
             matched = self.filtered(
                 lambda r: any(isinstance(r.get(f), str) and needle in r[f].casefold() for f in fields)
             )
-            self.add(f"query {word!r}", {qp: word, **self.page_args()}, self.expect_page(matched, MAX_LIMIT))
+            self.add(f"query {word!r}", {qp: word, **self.page_args()}, self.expect_page(matched, self.page_limit()))
         nothing = "zq-no-such-text-xj"
         if not any(nothing in t.casefold() for t in texts):
             self.add("query matching nothing", {qp: nothing}, _ok({"total": 0, "items": []}, 0))
@@ -418,9 +561,10 @@ class _Cases:
         for p, f in params.items():
             if f.name == self.pk and p not in self.required:
                 continue
-            if (self.props.get(p) or {}).get("type") in ("array", "object"):
-                if p in self.required:
-                    args[p] = [] if self.props[p]["type"] == "array" else {}
+            if _structured(self.props.get(p) or {}):
+                value = self.example(p, f"new {f.name}".replace("_", " "))
+                if value is not None or p in self.required or f.required:
+                    args[p] = value
                 continue
             if f.name in TIMESTAMP_COLUMNS:
                 continue
@@ -446,9 +590,9 @@ class _Cases:
         if any(v is None for v in args.values()):
             return
         expect = {params[p].name: _round(v) for p, v in args.items()}
-        for f in self.entity.fields:
-            if f.enum and f.name not in expect and f.name != self.pk:
-                expect[f.name] = f.enum[0]
+        settable = {f.name for f in params.values()}
+        for name, value in create_defaults(self.entity, settable).items():
+            expect.setdefault(name, value)
         if self.pk not in expect:
             integer = self.fields[self.pk].type == "integer"
             prefix = self.entity.id_prefix or f"{self.entity.name[:3]}_"
@@ -605,7 +749,7 @@ class _Cases:
         current = row.get(f.name)
         choices = (self.props.get(p) or {}).get("enum") or f.enum
         if choices:
-            others = [c for c in choices if c != current]
+            others = [c for c in choices if c != current and self.allows(p, c)]
             return self.rng.choice(others) if others else None
         if f.references:
             others = [v for v in self.ref_values(f) if v != current]

@@ -10,8 +10,19 @@ import pytest
 
 from factory.envs.codegen import generate_tools
 from factory.envs.gate import check_case
-from factory.envs.testgen import generate_tests, next_id
-from factory.models import Snapshot, TestCase, ToolError, ToolResult
+from factory.envs.testgen import generate_tests, next_id, schema_example
+from factory.models import (
+    EntitySpec,
+    EnvSpec,
+    FieldSpec,
+    Snapshot,
+    TestCase,
+    ToolError,
+    ToolOperation,
+    ToolResult,
+    ToolSpec,
+)
+from factory.sandbox.schema import compile_schema
 
 from .conftest import load_state, shop_rows, shop_spec
 
@@ -135,3 +146,145 @@ def test_next_id_follows_the_existing_shape():
     assert next_id([3, 41, 7], True, "") == 42
     assert next_id([], False, "inv_") == "inv_0001"
     assert next_id([], True, "") == 1
+
+
+# --- arguments valid for the schema as declared (real OpenAPI documents) -------------------------
+
+S_SCHEMA, INT_SCHEMA = {"type": "string"}, {"type": "integer"}
+ACCOUNT = {"type": "string", "minLength": 1, "pattern": "^[^ :]+$"}
+ROOM = {"type": "object", "properties": {"room": {"type": "string"}, "floor": INT_SCHEMA}, "required": ["room"]}
+TAGS = {"type": "array", "items": {"type": "string", "enum": ["blue", "red"]}, "minItems": 1}
+CONTACT = {"type": "string", "enum": ["BILLING", "TECHNICAL"]}
+
+
+def vault_spec(backend: str = "sqlite") -> EnvSpec:
+    """Secrets whose tools' schemas are stricter than the seeded values: patterns, objects, arrays, enum ids."""
+    fields = [
+        FieldSpec(name="id", primary_key=True),
+        FieldSpec(name="account", required=True, minimum=1, maximum=255),  # a length, as importers give it
+        FieldSpec(name="token", required=True),
+        FieldSpec(name="location", format="json"),
+        FieldSpec(name="tags", format="json", required=True),
+        FieldSpec(name="version", type="integer"),
+    ]
+    entity = EntitySpec(name="secret", table="secrets", fields=fields)
+    tools = [
+        _vault_tool("list_secrets", "list", {"account": ACCOUNT, "app_id": S_SCHEMA, "limit": S_SCHEMA}, ("account",)),
+        _vault_tool("list_all_secrets", "list", {"limit": {"type": "integer", "default": -1}, "offset": INT_SCHEMA}),
+        _vault_tool("list_app_secrets", "list", {"app_id": S_SCHEMA}, ("app_id",)),
+        _vault_tool("get_contact", "get", {"secret_id": CONTACT}, ("secret_id",)),
+        _vault_tool("get_secret", "get", {"secret_id": S_SCHEMA}, ("secret_id",)),
+        _vault_tool("move_secret", "update", {"secret_id": S_SCHEMA, "location": ROOM}, ("secret_id",)),
+        _vault_tool("create_secret", "create", {"account": ACCOUNT, "location": ROOM, "tags": TAGS}, ("account",)),
+        _vault_tool("tag_secret", "update", {"secret_id": S_SCHEMA, "tags": TAGS, "state": S_SCHEMA}, ("secret_id",)),
+    ]
+    return EnvSpec(
+        id="vault",
+        title="Vault",
+        topic_id="vault",
+        description="Secrets.",
+        backend=backend,
+        tools=tools,
+        entities=[entity],
+    )
+
+
+def _vault_tool(name: str, kind: str, entity_props: dict[str, Any], required: tuple[str, ...] = ()) -> ToolSpec:
+    schema = {"type": "object", "properties": entity_props, "required": list(required)}
+    operation = ToolOperation(kind=kind, entity="secret")
+    return ToolSpec(name=name, description=name, parameters=schema, mutates=kind != "list", operation=operation)
+
+
+def vault_rows() -> dict[str, list[dict[str, Any]]]:
+    rows = [
+        {
+            "id": f"sec_000{i}",
+            "account": f"Account {i}",
+            "token": f"Token {i}",
+            "location": "Skyline Room",
+            "tags": "Tags 1",
+            "version": i,
+        }
+        for i in range(1, 5)
+    ]
+    return {"secrets": rows}
+
+
+def run_vault(source: str, backend: str, cases: list[TestCase], tmp: Path) -> dict[str, str]:
+    """Each case as the gate runs it: arguments the schema refuses answer invalid_arguments, else the tool runs."""
+    ns: dict[str, Any] = {}
+    exec(compile(source, "tools.py", "exec"), ns)
+    spec = vault_spec(backend)
+    tools = {t.name: t for t in spec.tools}
+    failures = {}
+    for i, case in enumerate(cases):
+        refused = compile_schema(tools[case.tool].parameters)(case.args)
+        if refused:
+            result = ToolResult(ok=False, error=ToolError(code="invalid_arguments", message=refused))
+        else:
+            state = load_state(spec, vault_rows(), tmp / f"s{i}")
+            try:
+                value = ns[case.tool](state, **case.args)
+                error = value.get("error") if isinstance(value, dict) else None
+                result = ToolResult(ok=False, error=ToolError(**error)) if error else ToolResult(ok=True, value=value)
+            except Exception as e:
+                result = ToolResult(ok=False, error=ToolError(code="tool_exception", message=repr(e)))
+        if why := check_case(case, result, None):
+            failures[case.name] = why
+    return failures
+
+
+def test_arguments_fit_the_declared_schema_and_pass_on_both_backends(backend: str, tmp_path: Path):
+    spec = vault_spec(backend)
+    cases = generate_tests(spec, vault_rows(), seed=0)
+    tools = {t.name: t for t in spec.tools}
+    assert {c.tool for c in cases} == set(tools)
+    for c in cases:
+        if c.expect.error_code != "invalid_arguments":
+            assert compile_schema(tools[c.tool].parameters)(c.args) is None, c.name
+    assert run_vault(generate_tools(spec), backend, cases, tmp_path) == {}
+
+
+def test_cases_send_what_the_schema_declares():
+    cases = {c.name: c for c in generate_tests(vault_spec(), vault_rows(), seed=0)}
+    create = cases["create_secret: new row"]
+    assert isinstance(create.args["tags"], list) and create.args["tags"][0] in ("blue", "red")
+    assert isinstance(create.args["location"]["room"], str)
+    assert create.expect.match["token"] == ""  # a NOT NULL field no parameter sets gets a blank
+    assert " " not in create.args["account"]
+    moved = cases["move_secret: change location"]
+    assert moved.expect.match["location"] == moved.args["location"] and moved.args["location"]
+    # no seeded account fits the pattern: the filter takes a value that does, and expects no rows
+    assert cases["list_secrets: no filter"].expect.match["total"] == 0
+    # app_id names no field: required, but it filters nothing
+    assert cases["list_app_secrets: no filter"].expect.match["total"] == 4
+    # an enum-typed key: no seeded id is a member, so only an unknown member is asked for
+    assert cases["get_contact: unknown id"].args == {"secret_id": "BILLING"}
+    assert not any(c.expect.ok for c in cases.values() if c.tool == "get_contact")
+    # a string-typed limit is not sent; a limit default of -1 pages by the tool's default
+    assert all("limit" not in c.args for c in cases.values() if c.tool == "list_secrets")
+    assert cases["list_all_secrets: no filter"].expect.count == 4
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        ACCOUNT,
+        ROOM,
+        TAGS,
+        CONTACT,
+        {"type": "string", "pattern": "(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"},
+        {
+            "type": "object",
+            "required": ["channel"],
+            "properties": {"channel": {"allOf": [ROOM, {"required": ["floor"]}]}},
+        },
+        {"type": ["integer", "null"], "minimum": 5, "maximum": 9},
+        {"anyOf": [{"type": "null"}, {"type": "string", "format": "date-time"}]},
+        {"type": "string", "format": "email", "maxLength": 40},
+    ],
+)
+def test_schema_example_is_accepted_by_the_gate_validator(schema: dict[str, Any]):
+    value = schema_example(schema)
+    assert value is not None
+    assert compile_schema({"type": "object", "properties": {"v": schema}})({"v": value}) is None
