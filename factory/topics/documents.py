@@ -8,6 +8,9 @@ from typing import Any
 
 import yaml
 
+# libyaml's safe parser when the wheel has it: Okta's 3.4 MB document parses in half the time.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class SourceError(ValueError):
     """A source file that is not what it claims to be (bad syntax, missing keys, dangling references)."""
@@ -39,7 +42,7 @@ def read_document(path: str | Path) -> Any:
             if p.suffix.lower() == ".json":
                 raise SourceError(p, f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
