@@ -36,6 +36,8 @@ EdgeKind = Literal["strong", "weak", "independent"]
 STRONG_WEIGHT = 3.0
 WEAK_WEIGHT = 2.0
 INDEPENDENT_WEIGHT = 1.0
+NEIGHBOURHOOD_FROM = 60  # tools: in a larger graph a walk stays within NEIGHBOURHOOD_RADIUS edges of its start
+NEIGHBOURHOOD_RADIUS = 2
 NAME_MATCH_BONUS = 0.5  # per parameter of B whose name A shares (as a parameter or an output field)
 
 # Parameters every list tool has; sharing them says nothing about data flow.
@@ -340,11 +342,12 @@ def weighted_walk(g: nx.DiGraph, rng: random.Random, length: int, start: str | N
         start = rng.choice(starts)
     elif start not in g:
         raise KeyError(start)
+    near = neighbourhood(g, start).nodes if g.number_of_nodes() > NEIGHBOURHOOD_FROM else g.nodes
     walk = [start]
     visited = {start}
     while len(walk) < length:
         current = walk[-1]
-        candidates = sorted(n for n in g.nodes if n not in visited and _callable_after(g, n, visited))
+        candidates = sorted(n for n in near if n not in visited and _callable_after(g, n, visited))
         if not candidates:
             break
         weights = [edge_weight(g, current, n) for n in candidates]
@@ -352,6 +355,13 @@ def weighted_walk(g: nx.DiGraph, rng: random.Random, length: int, start: str | N
         walk.append(nxt)
         visited.add(nxt)
     return walk
+
+
+def neighbourhood(g: nx.DiGraph, start: str, radius: int = NEIGHBOURHOOD_RADIUS) -> nx.DiGraph:
+    """The tools within `radius` data-flow edges of `start`, either way: what a walk from it explores, so that
+    a step's cost and its chance of reaching a related tool do not shrink as the API grows."""
+    near = nx.single_source_shortest_path_length(g.to_undirected(as_view=True), start, cutoff=radius)
+    return g.subgraph(near)
 
 
 def walk_edges(g: nx.DiGraph, walk: list[str]) -> Iterator[tuple[str, str, EdgeKind]]:

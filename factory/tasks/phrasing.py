@@ -455,6 +455,7 @@ class Goal:
     fallback_report: bool = False  # recovery: a record the action is refused for is left and its ID reported
     report: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (what, field): count/sum/avg/anchor
     every_page: bool = False  # the records span several pages of their listing
+    shown: int = 0  # the records are among the first `shown` of a listing that returns no more (0: all of them)
 
 
 def _condition(p: Phraser, c: Condition, subject: str = "its") -> str:
@@ -533,7 +534,8 @@ def compose_goal(goal: Goal, rng: random.Random, style: Style) -> str:
     if conds:
         where = " whose " + " and whose ".join(c.removeprefix("its ") for c in conds)
     scope = "all of " if goal.every_page and not owner else ""
-    subject = f"{scope}{owner or 'the '}{ns}{where}"
+    among = f" among the first {goal.shown} listed" if goal.shown else ""
+    subject = f"{scope}{owner or 'the '}{ns}{among}{where}"
     if goal.action is None:
         sentences.append(p.pick("Go through {s}.", "Look at {s}.").format(s=subject))
     else:

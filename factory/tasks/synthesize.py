@@ -28,7 +28,12 @@ from factory.verify.code import Runner
 from factory.verify.scoring import SessionFactory, VerdictCache, environment_session_factory, rubric_reward_setting
 
 TaskKindChoice = Literal["graph", "program", "both"]
-Generate = Callable[[Bundle, SessionFactory, random.Random, int, Knobs], list[Task]]
+Generate = Callable[[Bundle, SessionFactory, random.Random, int, Knobs, Counter[str]], list[Task]]
+REPORTED_MISSES = 3  # the most common reasons an empty run names
+NOTHING_TO_TRY = (
+    "no family applies (each needs a listing callable without arguments, whose rows have a field to filter, "
+    "rank, count or join on)"
+)
 
 
 class DroppedTask(Model):
@@ -51,6 +56,7 @@ class TaskSynthesis(Model):
     knobs: Knobs = Field(default_factory=Knobs)
     shortfalls: dict[str, Shortfall] = Field(default_factory=dict)  # knob -> kept tasks that stayed below it
     seconds: float = 0.0
+    misses: dict[str, int] = Field(default_factory=dict)  # "walk: ..."/"program: ..." -> attempts that made no task
 
 
 def task_id(task: Task) -> str:
@@ -165,20 +171,20 @@ def audit_tasks(
 
 
 def _graph_generator(
-    bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int, knobs: Knobs
+    bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int, knobs: Knobs, misses: Counter[str]
 ) -> list[Task]:
     from factory.graphs import build_tool_graph
     from factory.tasks.walks import synthesize_graph_tasks
 
-    return synthesize_graph_tasks(bundle, session_factory, build_tool_graph(bundle.spec), rng, n, knobs)
+    return synthesize_graph_tasks(bundle, session_factory, build_tool_graph(bundle.spec), rng, n, knobs, misses)
 
 
 def _program_generator(
-    bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int, knobs: Knobs
+    bundle: Bundle, session_factory: SessionFactory, rng: random.Random, n: int, knobs: Knobs, misses: Counter[str]
 ) -> list[Task]:
     from factory.tasks.programs import synthesize_program_tasks
 
-    return synthesize_program_tasks(bundle, session_factory, rng, n, knobs=knobs)
+    return synthesize_program_tasks(bundle, session_factory, rng, n, knobs=knobs, misses=misses)
 
 
 GENERATORS: dict[str, Generate] = {"graph": _graph_generator, "program": _program_generator}
@@ -206,12 +212,15 @@ def synthesize_tasks(
     bundle = bundle_dir if isinstance(bundle_dir, Bundle) else Bundle.open(bundle_dir)
     counts = {"graph": n - n // 2, "program": n // 2} if kind == "both" else {kind: n}
     env, session_factory = environment_session_factory(bundle, pool)
+    misses: Counter[str] = Counter()
     with env:
         tasks: list[Task] = []
         for k, count in counts.items():
             if count > 0:
-                made = GENERATORS[k](bundle, session_factory, random.Random(f"{seed}:{k}"), count, knobs)
+                made = GENERATORS[k](bundle, session_factory, random.Random(f"{seed}:{k}"), count, knobs, misses)
                 tasks += [_at_level(t, knobs) for t in made]
+                if not made and not any(r.startswith(f"{k}: ") for r in misses):
+                    misses[f"{k}: {NOTHING_TO_TRY}"] += 1
         result = curate_tasks(
             bundle,
             tasks,
@@ -223,14 +232,30 @@ def synthesize_tasks(
             started=started,
             audit=audit,
         )
-    return _with_shortfalls(result, knobs)
+    return _with_shortfalls(result, knobs).model_copy(update={"misses": dict(misses.most_common())})
 
 
 def nothing_kept(result: TaskSynthesis) -> str:
     """Why a synthesis run kept no task: none could be generated at all, or every generated one was dropped."""
     if not result.generated:
-        return "no task could be generated: no walk or program family found anything to ask on this environment"
+        return f"no task could be generated: {_attempts(result.misses)}"
     return f"no task survived the filter and the audit ({result.generated} generated)"
+
+
+def _attempts(misses: dict[str, int]) -> str:
+    """How many walks and program drafts were tried, and the commonest reasons each made no task."""
+    parts = []
+    for kind, noun in (("walk", "walks"), ("program", "program drafts")):
+        mine = {r.split(": ", 1)[1]: c for r, c in misses.items() if r.startswith(f"{kind}: ")}
+        if not mine:
+            continue
+        if NOTHING_TO_TRY in mine:
+            parts.append(f"no {noun} to try: {NOTHING_TO_TRY}")
+            continue
+        top = sorted(mine.items(), key=lambda kv: (-kv[1], kv[0]))[:REPORTED_MISSES]
+        said = "; ".join(f"{r} ({c})" for r, c in top)
+        parts.append(f"{sum(mine.values())} {noun} attempted, none kept (most often: {said})")
+    return "; ".join(parts) or "nothing was attempted"
 
 
 def _at_level(task: Task, knobs: Knobs) -> Task:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -142,20 +143,63 @@ class GraphTaskSynthesizer:
         self.session_factory = session_factory
         self.graph = graph
         self.rng = rng
-        self.knobs = knobs
         self.strict = False  # a goal must reach every chain-length and pages floor
-        self.active: Knobs | None = knobs  # the floors of the goal being built
         self.tools = {t.name: t for t in self.spec.tools}
         self.entities = {e.name: e for e in self.spec.entities}
         self.columns = ColumnFilter(self.spec.bookkeeping)
+        self.by_entity: dict[str, list[ToolSpec]] = {}  # entity -> its tools, in the spec's order
+        self.goal_listed: dict[str, list[ToolSpec]] = {}  # entity -> goal_listings
+        for t in self.spec.tools:
+            if (e := self.entity_of(t)) is not None:
+                self.by_entity.setdefault(e.name, []).append(t)
         with session_factory() as s:
             self.seed: Snapshot = s.snapshot()
+        self.knobs = self.within_reach(knobs)
+        self.active: Knobs | None = self.knobs  # the floors of the goal being built
         self.lineage = Lineage(
             stage=TASKS.name,
             code_version=TASKS.code_version,
             inputs={"bundle": bundle.content_hash},
             generator="procedural",
         )
+
+    def within_reach(self, knobs: Knobs | None) -> Knobs | None:
+        """`knobs` with the pages floor lowered to the most pages any listing here can span: an API whose
+        listings do not page (or whose tables fit one page) still gets tasks, and each counts as a shortfall."""
+        if knobs is None or knobs.pages <= 1:
+            return knobs
+        reach = max((self.listing_pages(e) for e in self.spec.entities), default=1)
+        return knobs if reach >= knobs.pages else knobs.model_copy(update={"pages": max(1, reach)})
+
+    def listing_pages(self, entity: EntitySpec) -> int:
+        """The pages reading every row of `entity` takes with a listing that pages (1 when none does)."""
+        pages = [
+            min(GOAL_MAX_PAGES, -(-len(self.rows(entity)) // PAGE_SIZE))
+            for t in self.listings(entity)
+            if "offset" in (t.parameters.get("properties") or {})
+        ]
+        return max(pages, default=1)
+
+    def goal_listings(self, entity: EntitySpec) -> list[ToolSpec]:
+        """The list tools of `entity` a goal can read: those needing no argument, or only the id of one parent
+        (the goal's anchor) that a listing of its own reaches (computed once per entity: options scan them all)."""
+        if entity.name in self.goal_listed:
+            return self.goal_listed[entity.name]
+        fks = {
+            f.name
+            for f in entity.fields
+            if (t := self.reference_target(entity, f.name)) in self.entities and self.listings(self.entities[t])
+        }
+        self.goal_listed[entity.name] = [
+            t
+            for t in self.tools_of(entity, "list")
+            if len(need := t.parameters.get("required") or []) <= 1 and set(need) <= fks
+        ]
+        return self.goal_listed[entity.name]
+
+    def listings(self, entity: EntitySpec) -> list[ToolSpec]:
+        """The list tools of `entity` callable with no argument."""
+        return [t for t in self.tools_of(entity, "list") if not t.parameters.get("required")]
 
     # --- entity helpers ----------------------------------------------------------------------
 
@@ -199,8 +243,10 @@ class GraphTaskSynthesizer:
 
     # --- one task -----------------------------------------------------------------------------
 
-    def synthesize(self, n: int) -> list[Task]:
-        """Goal tasks first; walks of the older errand kind only fill up when goals do not give `n`."""
+    def synthesize(self, n: int, misses: Counter[str] | None = None) -> list[Task]:
+        """Goal tasks first; walks of the older errand kind only fill up when goals do not give `n`. Each
+        attempt that gave no task is counted in `misses` under why ("walk: <reason>")."""
+        misses = Counter() if misses is None else misses
         tasks: list[Task] = []
         seen: set[str] = set()
         passes = [(self.goal_attempt, True), (self.goal_attempt, False), (self.attempt, False)]
@@ -211,10 +257,12 @@ class GraphTaskSynthesizer:
                     break
                 try:
                     task = make()
-                except _WalkFailed:
+                except _WalkFailed as e:
+                    misses[f"walk: {e}"] += 1
                     continue
                 key = hash_value([c.model_dump() for c in task.gold])  # type: ignore[union-attr]
                 if key in seen:
+                    misses["walk: the same gold as an earlier task"] += 1
                     continue
                 seen.add(key)
                 tasks.append(task)
@@ -807,11 +855,7 @@ class GraphTaskSynthesizer:
     # --- goals: an anchor, the records related to it, a write on each -------------------------
 
     def tools_of(self, entity: EntitySpec, *kinds: str) -> list[ToolSpec]:
-        return [
-            t
-            for t in self.spec.tools
-            if operation_kind(t) in kinds and (e := self.entity_of(t)) is not None and e.name == entity.name
-        ]
+        return [t for t in self.by_entity.get(entity.name, []) if operation_kind(t) in kinds]
 
     def key_param(self, tool: ToolSpec, entity: EntitySpec) -> str | None:
         required = tool.parameters.get("required") or []
@@ -903,12 +947,16 @@ class GraphTaskSynthesizer:
         target = knobs.chain_length
         style = Style(obscured=knobs.obscured)
         # The records the goal is about: an entity with a listing; its anchor, a record it points at.
-        options = [e for e in self.spec.entities if self.tools_of(e, "list") and len(self.rows(e)) >= 2]
+        options = [e for e in self.spec.entities if self.goal_listings(e) and len(self.rows(e)) >= 2]
         if not options:
-            raise _WalkFailed("no listing")
+            raise _WalkFailed("no listing a goal can read (one needing no argument, or only a listed parent's id)")
         entity = rng.choice(options)
-        list_tool = rng.choice(self.tools_of(entity, "list"))
+        if not self.strict and knobs.pages > self.listing_pages(entity):  # this listing cannot span that many
+            knobs = knobs.model_copy(update={"pages": self.listing_pages(entity)})
+            self.active = knobs
+        list_tool = rng.choice(self.goal_listings(entity))
         props = list_tool.parameters.get("properties") or {}
+        needed = list_tool.parameters.get("required") or []
         rows = self.rows(entity)
         pk = entity.primary_key
         conditions: list[Condition] = []
@@ -923,13 +971,21 @@ class GraphTaskSynthesizer:
             for f in entity.fields
             if f.name in props and (t := self.reference_target(entity, f.name)) in self.entities and t != entity.name
         ]
-        links = [(fk, a) for fk, a in links if self.tools_of(a, "list") and len(self.rows(a)) >= 2]
-        use_anchor = bool(links) and rng.random() < (0.7 if target <= 8 else 0.35)
+        links = [(fk, a) for fk, a in links if self.listings(a) and len(self.rows(a)) >= 2]
+        if needed:  # a nested listing (a parent's children): the parent is the anchor, its id the argument
+            links = [(fk, a) for fk, a in links if [fk] == needed]
+            use_anchor = bool(links)
+            if not use_anchor:
+                raise _WalkFailed("the listing needs a parent no listing reaches")
+        else:
+            use_anchor = bool(links) and rng.random() < (0.7 if target <= 8 else 0.35)
         with self.session_factory() as session:
             if use_anchor:
                 fk, anchor_entity = rng.choice(links)
-                anchor_tool = rng.choice(self.tools_of(anchor_entity, "list"))
+                anchor_tool = rng.choice(self.listings(anchor_entity))
                 calls, results, items = self.read_all(session, anchor_tool, {})
+                if _next_offset(results[-1]) is not None:  # "the customer with the most orders" means of them all
+                    raise _WalkFailed("the anchor's listing shows one page of more rows")
                 label = self.label_field(anchor_entity)
                 counts = {}
                 for r in rows:
@@ -996,6 +1052,9 @@ class GraphTaskSynthesizer:
                 constraints.append(f"{p} is {value}")
             calls, results, items = self.read_all(session, list_tool, server)
             pages = len(calls)
+            shown = len(items) if _next_offset(results[-1]) is not None else 0  # a listing that cannot page on
+            if shown and not set(server) <= set(needed):
+                raise _WalkFailed("a filtered first page: which rows it shows depends on the filter")
             pool = [r for r in items if all(_meets(r, c) for c in conditions)]
             outcome: dict[str, str | None] = {}  # recovery: row key -> refusal code (None: the write applies)
             if recovering and write is not None:
@@ -1109,6 +1168,7 @@ class GraphTaskSynthesizer:
             branch=branch,
             otherwise=otherwise[1] if otherwise else None,
             every_page=pages > 1,
+            shown=shown,
             fallback_report=bool(rejected),
         )
         answer_values: dict[str, Any] = {}
@@ -1814,14 +1874,16 @@ def synthesize_graph_tasks(
     rng: random.Random,
     n: int,
     knobs: Knobs | None = None,
+    misses: Counter[str] | None = None,
 ) -> list[Task]:
     """Up to `n` graph-walk tasks of one environment, deterministic for the rng's state.
 
     `knobs` steers difficulty (chain length, pagination, constraints, obscured phrasing); None draws a
-    default mix whose chains average at least four calls. Each task's `difficulty` records what it got."""
+    default mix whose chains average at least four calls. Each task's `difficulty` records what it got;
+    `misses` counts the attempts that gave none, by reason."""
     if n <= 0:
         return []
-    return GraphTaskSynthesizer(bundle, session_factory, graph, rng, knobs).synthesize(n)
+    return GraphTaskSynthesizer(bundle, session_factory, graph, rng, knobs).synthesize(n, misses)
 
 
 __all__ = ["GraphTaskSynthesizer", "SessionFactory", "Step", "operation_kind", "synthesize_graph_tasks"]

@@ -328,7 +328,12 @@ def owners(view: EnvView, child: EntitySpec, rng: random.Random, knobs: Knobs) -
         for cond in conditions(parent, prows, rng)[:6]:
             if cond.field.endswith("_id"):
                 continue
-            sel = Selection(parent, listed[parent.name], replace(cond, label=label(field_of(parent, cond.field))))  # type: ignore[arg-type]
+            sel = Selection(
+                parent,
+                listed[parent.name],  # type: ignore[arg-type]
+                replace(cond, label=label(field_of(parent, cond.field))),
+                scope=view.scope(parent),
+            )
             out.append(Owner(parent, f.name, sel=sel))
         if not knobs.obscured:
             ctool = view.list_tool(child)
@@ -470,7 +475,7 @@ def build(view: EnvView, rng: random.Random, mode: str, recover: bool = False) -
                 for cond in conds:
                     if owner is None and cond is None:
                         continue
-                    sel = Selection(child, ctool, cond, settled=(move.field,))
+                    sel = Selection(child, ctool, cond, settled=(move.field,), scope=view.scope(child))
                     branches: list[tuple[Condition, Move] | None] = [None]
                     if mode == "branch":
                         branches = [

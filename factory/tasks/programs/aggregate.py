@@ -25,7 +25,7 @@ def propose_aggregate(view: EnvView, rng: random.Random) -> Iterator[Draft]:
     for e, tool in view.listable():
         rows = view.rows(e)
         for cond in conditions(e, rows, rng):
-            sel = Selection(e, tool, cond).ruled(rows, rng)
+            sel = Selection(e, tool, cond, scope=view.scope(e)).ruled(rows, rng)
             matched = [r for r in rows if sel.test(r)]
             if matched:
                 combos.append((sel, cond, None, "count"))

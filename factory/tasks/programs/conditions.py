@@ -17,7 +17,7 @@ from datetime import date
 from typing import Any
 
 from factory.models import EntitySpec, ToolSpec
-from factory.tasks.programs.view import Rows, as_number, words
+from factory.tasks.programs.view import Rows, as_number, one_page_call, words
 
 MAX_PARENT_VALUES = 2  # "belongs to X" conditions per foreign key, so they do not crowd out the others
 NEARBY_GAPS = 2  # how far from a date quantile a gap between two days is looked for
@@ -154,6 +154,7 @@ class Selection:
     status: StatusRule | None = None
     settled: tuple[str, ...] = ()  # status fields the question's own words settle (the one a bulk update sets)
     via_tool: bool = False
+    scope: str = ""  # the words limiting the rows to those a one-page listing returns (EnvView.scope)
 
     def test(self, row: dict[str, Any]) -> bool:
         return (self.condition is None or self.condition.test(row)) and (self.status is None or self.status.test(row))
@@ -180,15 +181,19 @@ class Selection:
 
     def fetch(self, page: int | None) -> str:
         """The call of the prelude's `_all` that reads the rows, `page` at a time (the tool's default when None)."""
-        args = [f"tools.{self.tool.name}", *([str(page)] if page is not None else [])]
         filters = self.condition.tool_filter(self.tool) if self.condition is not None and self.via_tool else None
+        if "offset" not in (self.tool.parameters.get("properties") or {}):  # one page is all the tool returns
+            call = {**one_page_call(self.tool), **(filters or {})}
+            return f"tools.{self.tool.name}({', '.join(f'{k}={v!r}' for k, v in call.items())})['items']"
+        args = [f"tools.{self.tool.name}", *([str(page)] if page is not None else [])]
         args += [f"{k}={v!r}" for k, v in (filters or {}).items()]
         return f"_all({', '.join(args)})"
 
     def phrase(self, lead: str = "") -> str:
         """The condition's words (after `lead`, for "among those"), then the status rule's."""
         said = [f"{lead}{self.condition.phrase()}"] if self.condition is not None else []
-        return ", ".join(said + ([self.status.phrase()] if self.status is not None else []))
+        said += [self.status.phrase()] if self.status is not None else []
+        return ", ".join(said + ([self.scope] if self.scope else []))
 
 
 def _between(a: float, b: float, integral: bool) -> float | int | None:

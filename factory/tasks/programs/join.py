@@ -57,7 +57,7 @@ def _top_writer(parent_key: str, fk: str, value: str) -> Writer:
 
 
 def _selections(
-    rng: random.Random, link: Link, cond: Condition | None, prow: Rows, crow: Rows
+    view: EnvView, rng: random.Random, link: Link, cond: Condition | None, prow: Rows, crow: Rows
 ) -> tuple[Selection, Selection]:
     """The parents (those matching `cond`) and the children a join reads, each with the status rule its rows
     need: the children's first, then that of the parents left with some children."""
@@ -65,9 +65,11 @@ def _selections(
     chosen = [p for p in prow if cond is None or cond.test(p)]
     ids = {p[parent.primary_key] for p in chosen}
     kids = [r for r in crow if r.get(fk.name) in ids]
-    csel = Selection(child, ctool).ruled(kids, rng)
+    csel = Selection(child, ctool, scope=view.scope(child)).ruled(kids, rng)
     linked = {r.get(fk.name) for r in kids if csel.test(r)}
-    return Selection(parent, ptool, cond).ruled([p for p in chosen if p[parent.primary_key] in linked], rng), csel
+    return Selection(parent, ptool, cond, scope=view.scope(parent)).ruled(
+        [p for p in chosen if p[parent.primary_key] in linked], rng
+    ), csel
 
 
 def _counted(view: EnvView, link: Link, psel: Selection, csel: Selection) -> Rows:
@@ -105,10 +107,10 @@ def propose_join(view: EnvView, rng: random.Random) -> Iterator[Draft]:
         crow, prow = view.rows(child), view.rows(parent)
         numeric = [f for f in numeric_fields(child) if sum(as_number(r.get(f.name)) is not None for r in crow) >= 2]
         for cond in conditions(parent, prow, rng):
-            psel, csel = _selections(rng, link, cond, prow, crow)
+            psel, csel = _selections(view, rng, link, cond, prow, crow)
             if len(_counted(view, link, psel, csel)) >= 2:
                 combos += [("filter", fk, psel, csel, f) for f in [None, *numeric]]
-        psel, csel = _selections(rng, link, None, prow, crow)
+        psel, csel = _selections(view, rng, link, None, prow, crow)
         counted = _counted(view, link, psel, csel)
         for f in [None, *numeric]:
             totals: dict[Any, float] = {}

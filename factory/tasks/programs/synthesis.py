@@ -26,7 +26,7 @@ from factory.tasks.programs.conditions import Selection, StatusRule
 from factory.tasks.programs.draft import Draft
 from factory.tasks.programs.registry import FAMILIES, FAMILY_MARK
 from factory.tasks.programs.verifier import expected_changes, verifier_source
-from factory.tasks.programs.view import EnvView, Rows, words
+from factory.tasks.programs.view import EnvView, Rows, shown_rows, words
 
 SHORT_STREAK = 2  # a family whose tasks fall short of chain_length this many times in a row waits its turn
 SessionFactory = Callable[[], AbstractContextManager[Session]]
@@ -255,12 +255,14 @@ def synthesize_program_tasks(
     n: int,
     dropped: list[DroppedDraft] | None = None,
     knobs: Knobs | None = None,
+    misses: Counter[str] | None = None,
 ) -> list[Task]:
     """Up to `n` program tasks on one environment, spread over the families that apply to it.
 
     Families take turns (in an order drawn from `rng`); each proposes instances on the seed state, and an
     instance becomes a task only when its gold program runs cleanly, gives a non-trivial answer, and no other
-    reading of its question answers differently. The drafts that made no task go to `dropped`, with why.
+    reading of its question answers differently. The drafts that made no task go to `dropped`, with why, and
+    are counted in `misses` by the kind of reason.
     """
     if n <= 0:
         return []
@@ -268,7 +270,8 @@ def synthesize_program_tasks(
     spec = bundle.spec
     with session_factory() as session:
         seed = session.snapshot().tables
-    view = EnvView(spec=spec, seed=seed, knobs=knobs)
+        view = EnvView(spec=spec, seed=seed, knobs=knobs)
+        view.shown = shown_rows(view, session)
     names = list(FAMILIES)
     rng.shuffle(names)
     queues = {name: iter(FAMILIES[name](view, random.Random(rng.random()))) for name in names}
@@ -294,6 +297,8 @@ def synthesize_program_tasks(
             seen.add(draft.program)
             task = realize(draft, bundle, view, session_factory)
             if isinstance(task, str):
+                if misses is not None:
+                    misses[f"program: {task.split(':', 1)[0]}"] += 1
                 if dropped is not None:
                     dropped.append(DroppedDraft(draft.family, draft.question, task))
                 continue

@@ -31,7 +31,9 @@ def propose_top_k(view: EnvView, rng: random.Random) -> Iterator[Draft]:
         rows = view.rows(e)
         for f in numeric_fields(e):
             for cond in [None, *conditions(e, rows, rng, exclude=(f.name,))[:4]]:
-                sel = Selection(e, tool, cond).ruled([r for r in rows if as_number(r.get(f.name)) is not None], rng)
+                sel = Selection(e, tool, cond, scope=view.scope(e)).ruled(
+                    [r for r in rows if as_number(r.get(f.name)) is not None], rng
+                )
                 pool = [r for r in rows if as_number(r.get(f.name)) is not None and sel.test(r)]
                 for k in (1, 3, 5):
                     for highest in (True, False):
