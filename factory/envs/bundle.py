@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
@@ -31,6 +32,16 @@ class BundleError(ValueError):
     """A bundle directory that is missing files or holds malformed ones."""
 
 
+@lru_cache(maxsize=16)
+def _read_spec(path: Path, stamp: tuple[int, int, int]) -> EnvSpec:
+    """env.json parsed once per version of the file (`stamp`: inode, size, mtime): the filter, audit and attacks
+    ask for the spec per task, and an API-sized env.json takes seconds to validate."""
+    try:
+        return EnvSpec.model_validate(read_json(path))
+    except (ValidationError, json.JSONDecodeError) as e:
+        raise BundleError(f"{path}: {e}") from e
+
+
 @dataclass(frozen=True)
 class Bundle:
     """A bundle on disk, read lazily."""
@@ -46,10 +57,13 @@ class Bundle:
 
     @property
     def spec(self) -> EnvSpec:
+        """The environment's spec; shared between readers of the same file, so treat it as read-only."""
+        p = self.path / ENV_JSON
         try:
-            return EnvSpec.model_validate(read_json(self.path / ENV_JSON))
-        except (ValidationError, json.JSONDecodeError) as e:
-            raise BundleError(f"{self.path / ENV_JSON}: {e}") from e
+            st = p.stat()
+        except FileNotFoundError:
+            raise BundleError(f"{self.path}: missing {ENV_JSON}") from None
+        return _read_spec(p, (st.st_ino, st.st_size, st.st_mtime_ns))
 
     @property
     def tools_source(self) -> str:
