@@ -58,6 +58,18 @@ class ToolOperation(Model):
       holding the amount (increment, decrement, transfer), `to_value`/`from_values` the status
       change (transition). transfer moves `amount_param` of `field` between two rows named by the
       parameters `from_<entity>_id` and `to_<entity>_id`.
+
+    A batch tool (`batch_param` set) applies its single-item create, delete or get to every item of the
+    array parameter `batch_param`, which keeps its declared name, as do its items' keys (`entityType`,
+    stored in the column `entity_type`). Every item is checked (required values, formats, references,
+    uniqueness against the rows and the other items) before any is written, and the call runs in one
+    transaction (the runtime's savepoint): one refused item fails the whole call and writes nothing.
+    - create: items are objects whose properties name fields; returns `{"<table>": [records]}`.
+    - get: items are the values of `key_field` (the primary key when None), or objects whose properties
+      (all fields) match rows; returns `{"<table>": [records]}` in item order, or error `not_found` when an
+      item names no row.
+    - delete: items name rows as in get; returns `{"deleted": true, "<batch_param>": items}`; errors
+      `not_found`, and `conflict` while other rows reference one of them.
     """
 
     kind: OperationKind
@@ -67,6 +79,17 @@ class ToolOperation(Model):
     amount_param: str | None = None
     to_value: str | None = None
     from_values: list[str] | None = None
+    batch_param: str | None = None  # the array parameter a batch tool takes its items in, as declared
+    key_field: str | None = None  # the field a batch get/delete names rows by (`name`), None: the primary key
+
+    @model_serializer(mode="wrap")
+    def _omit_single(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Single-item operations dump as before, so specs without batch tools keep their bytes."""
+        data = handler(self)
+        for name in ("batch_param", "key_field"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
 
 
 class ToolSpec(Model):

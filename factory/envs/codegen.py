@@ -30,12 +30,14 @@ from factory.lexicon import (
     UPDATE_TIMESTAMP_COLUMNS,
 )
 from factory.models import EntitySpec, EnvSpec, FieldSpec, ToolOperation, ToolSpec
+from factory.naming import snake_case
 
 # Columns the tools maintain themselves: set from the latest existing value, ignored by verifiers.
 NUMERIC_TYPES = ("integer", "number")
 ORDERED_TYPES = ("integer", "number", "date", "datetime")
 # Locals the generated bodies use; a parameter with one of these names is read from **params instead.
 _RESERVED = {"state", "params", "db", "rows", "current", "changes", "record"}
+_BATCH_LOCALS = {"item", "key", "records", "found", "matched"}  # the loops of a batch tool's body
 LINE_LENGTH = 120
 
 
@@ -113,6 +115,7 @@ def _check_tool(spec: EnvSpec, tool: ToolSpec) -> tuple[ToolOperation, EntitySpe
         raise CodegenError(f"tool name {tool.name!r} is not a Python function name")
     props = _props(tool)
     needs_key = op.kind in ("get", "update", "delete") or (op.kind == "action" and op.action != "transfer")
+    needs_key = needs_key and op.batch_param is None
     if needs_key and key_param(entity, props) is None:
         raise CodegenError(f"no parameter names the {entity.name} (expected {entity.name}_id)")
     field_names = {f.name for f in entity.fields}
@@ -129,9 +132,56 @@ def _check_tool(spec: EnvSpec, tool: ToolSpec) -> tuple[ToolOperation, EntitySpe
             for end in ("from", "to"):
                 if f"{end}_{entity.name}_id" not in props:
                     raise CodegenError(f"transfer without parameter {end}_{entity.name}_id")
-    if op.kind == "create" and not any(param_field(entity, p) for p in props):
+    if op.batch_param is not None:
+        _check_batch(op, entity, props)
+    elif op.kind == "create" and not any(param_field(entity, p) for p in props):
         raise CodegenError("create tool has no parameter naming a field")
     return op, entity
+
+
+def batch_items(op: ToolOperation, props: dict) -> dict:
+    """The item schema of a batch tool's array parameter (`{}` when it states none)."""
+    items = (props.get(op.batch_param or "") or {}).get("items")
+    return items if isinstance(items, dict) else {}
+
+
+def item_fields(entity: EntitySpec, items: dict) -> dict[str, FieldSpec]:
+    """Declared item key -> the field it sets or matches (`entityType` -> `entity_type`)."""
+    out = {}
+    for key in items.get("properties") or {}:
+        f = param_field(entity, snake_case(key) or key)
+        if f is not None:
+            out[key] = f
+    return out
+
+
+def _check_batch(op: ToolOperation, entity: EntitySpec, props: dict) -> None:
+    if op.kind not in ("create", "delete", "get"):
+        raise CodegenError(f"a batch {op.kind} is not supported")
+    prop = props.get(op.batch_param or "")
+    if not isinstance(prop, dict) or prop.get("type") != "array":
+        raise CodegenError(f"batch parameter {op.batch_param!r} is not an array")
+    items = batch_items(op, props)
+    fields = item_fields(entity, items)
+    if op.key_field is not None and op.key_field not in {f.name for f in entity.fields}:
+        raise CodegenError(f"batch items name rows by unknown field {op.key_field!r}")
+    if items.get("type") != "object":
+        if op.kind == "create":
+            raise CodegenError("a batch create needs items that are objects")
+        return
+    if op.kind == "create" and not fields:
+        raise CodegenError("batch items name no field")
+    if op.kind == "create" and (
+        consumed_supplies_rules(entity) or any(r.kind == "unique_together" for r in entity.rules)
+    ):
+        raise CodegenError("a batch create of rows that draw on a supply or are unique together is not supported")
+    unmatched = [k for k in items.get("properties") or {} if k not in fields]
+    if op.kind != "create" and (unmatched or not fields):
+        raise CodegenError(f"batch items hold values that are no field: {', '.join(unmatched) or 'none'}")
+
+
+def consumed_supplies_rules(entity: EntitySpec) -> bool:
+    return any(r.kind == "consumes" for r in entity.rules)
 
 
 # --- business rules, shared with factory.envs.testgen ------------------------------------------
@@ -384,15 +434,30 @@ class _Block:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.indent = _INDENT
 
     def do(self, value: object) -> None:
-        self.lines += _layout(value, _INDENT)
+        self.lines += _layout(value, self.indent)
 
     def let(self, name: str, value: object) -> None:
-        self.lines += _layout(value, _INDENT, f"{name} = ")
+        self.lines += _layout(value, self.indent, f"{name} = ")
 
     def ret(self, value: object) -> None:
-        self.lines += _layout(value, _INDENT, "return ")
+        self.lines += _layout(value, self.indent, "return ")
+
+    def refuse(self, code: str, message: str, value: _Code) -> None:
+        """`raise _Refusal(code, message + repr(value))`."""
+        self.lines += _layout(
+            _call("_Refusal", code, _Code(f"{_literal(message)} + repr({value.text})")), self.indent, "raise "
+        )
+
+    def open(self, header: str) -> None:
+        """A `for`/`if` statement whose body the next statements are, until `close`."""
+        self.lines.append(self.indent + header)
+        self.indent += _INDENT
+
+    def close(self) -> None:
+        self.indent = self.indent[: -len(_INDENT)]
 
 
 # --- the runtime copied into tools.py -----------------------------------------------------------
@@ -518,7 +583,7 @@ class _ToolWriter:
         signature = self._signature()
         self.body.let("db", _STORES[self.spec.backend])
         self._require(*[p for p in self.tool.parameters.get("required") or [] if p in self.props])
-        getattr(self, f"_{self.op.kind}")()
+        getattr(self, f"_batch_{self.op.kind}" if self.op.batch_param else f"_{self.op.kind}")()
         doc = _docstring([self.tool.description if _text(self.tool.description) else self.tool.name], _INDENT)
         lines = ["@_tool", *_layout(signature, "", "def ", ":"), *doc]
         for p in self.props if self.from_params else ():
@@ -531,7 +596,7 @@ class _ToolWriter:
         """`name(state, p=default, ...)`, or `name(state, **params)` when a parameter name is no plain local."""
         names = list(self.props)
         plain = all(n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_") for n in names)
-        plain = plain and not (_RESERVED & set(names))
+        plain = plain and not ((_RESERVED | (_BATCH_LOCALS if self.op.batch_param else set())) & set(names))
         defaults = {n: self._default(n) for n in names}
         self.from_params = not plain
         if plain:
@@ -764,6 +829,109 @@ class _ToolWriter:
         self._move_supplies(consumed_supplies(self.spec.entities, self.entity), taking=False)
         self.body.do(_call("db.delete", self.table, key))
         self.body.ret({"deleted": True, key_p: key})
+
+    # batch operations: the single-item checks on every item, then the writes (see ToolOperation)
+
+    def _item_values(self) -> list[tuple[str, FieldSpec, _Code]]:
+        """(declared key, field, `item.get(key)`) of every item property naming a field."""
+        fields = item_fields(self.entity, batch_items(self.op, self.props))
+        return [(key, f, _Code(f"item.get({_literal(key)})")) for key, f in fields.items()]
+
+    def _find_each(self, items: _Code) -> None:
+        """`found`: the row each item names (by the key field or the primary key), refused when one is missing."""
+        self.body.let("found", [])
+        self.body.open(f"for key in {items.text}:")
+        if self.op.key_field is None:
+            self.body.do(_call("found.append", _call("_find", DB, self.table, _Code("key"), self.entity.name)))
+        else:
+            select = _call("db.select", self.table, {self.op.key_field: _Code("key")})
+            self.body.let("matched", select)
+            self.body.open("if not matched:")
+            message = f"no {self.entity.name} with {self.op.key_field} "
+            self.body.lines.append(f'{self.body.indent}raise _Refusal("not_found", {_literal(message)} + repr(key))')
+            self.body.close()
+            self.body.do(_call("found.extend", _Code("matched")))
+        self.body.close()
+
+    def _match_each(self, items: _Code) -> None:
+        """`found`: the rows each item's values match, refused when an item matches none."""
+        self.body.let("found", [])
+        self.body.open(f"for item in {items.text}:")
+        self.body.let("matched", _call("db.select", self.table, {f.name: v for _, f, v in self._item_values()}))
+        self.body.open("if not matched:")
+        message = f"no {self.entity.name} matches "
+        self.body.lines.append(f'{self.body.indent}raise _Refusal("not_found", {_literal(message)} + repr(item))')
+        self.body.close()
+        self.body.do(_call("found.extend", _Code("matched")))
+        self.body.close()
+
+    def _refuse_repeat(self, key: str, f: FieldSpec, value: _Code) -> None:
+        """Refuse an item whose unique `f` an earlier item of the batch already has."""
+        self.body.open(f"if {value.text} is not None and {value.text} in [r[{_literal(f.name)}] for r in records]:")
+        message = f"two items have the same {key}: "
+        self.body.lines.append(
+            f'{self.body.indent}raise _Refusal("conflict", {_literal(message)} + repr({value.text}))'
+        )
+        self.body.close()
+
+    def _named_rows(self, items: _Code) -> None:
+        """`found`: the rows the items name, by their values (object items) or by key (scalar items)."""
+        if batch_items(self.op, self.props).get("type") == "object":
+            self._match_each(items)
+        else:
+            self._find_each(items)
+
+    def _batch_get(self) -> None:
+        self._named_rows(self.v(self.op.batch_param or ""))
+        self.body.ret({self.table: _Code("found")})
+
+    def _batch_delete(self) -> None:
+        items = self.v(self.op.batch_param or "")
+        self._named_rows(items)
+        refs = referrers(self.spec.entities, self.entity)
+        if refs:
+            self.body.open("for current in found:")
+        for other, fk, ref_field in refs:
+            where = {fk: _item("current", ref_field)}
+            key = _item("current", self.pk)
+            self.body.do(_call("_check_unreferenced", DB, self.entity.name, key, other.table, where))
+        if refs:
+            self.body.close()
+        self.body.open("for current in found:")
+        self.body.do(_call("db.delete", self.table, _item("current", self.pk)))
+        self.body.close()
+        self.body.ret({"deleted": True, self.op.batch_param or "": items})
+
+    def _batch_create(self) -> None:
+        values = self._item_values()
+        self.body.let("records", [])
+        self.body.open(f"for item in {self.v(self.op.batch_param or '').text}:")
+        required = [
+            (k, v) for k, f, v in values if f.required and f.name != self.pk and f.name not in TIMESTAMP_COLUMNS
+        ]
+        if required:
+            self.body.do(_call("_require", dict(required)))
+        for _, f, v in values:
+            self._validate(f, v, creating=True)
+        for key, f, v in values:
+            if f.unique:  # two items of the batch with one value
+                self._refuse_repeat(key, f, v)
+        by_field = {f.name: v for _, f, v in values}
+        self.body.do(_call("records.append", {name: by_field.get(name) for name in self.fields}))
+        self.body.close()
+        self.body.open("for record in records:")
+        defaults = create_defaults(self.entity, set(by_field))
+        if defaults:
+            self.body.do(_call("_fill_defaults", RECORD, defaults))
+        integer_key = self.fields[self.pk].type == "integer"
+        prefix = None if integer_key else (self.entity.id_prefix or f"{self.entity.name[:3]}_")
+        self.body.do(_call("_assign_key", DB, self.table, RECORD, prefix))
+        stamps = {n: self.fields[n].type for n in timestamp_fields(self.entity)}
+        if stamps:
+            self.body.do(_call("_stamp", DB, self.table, RECORD, stamps, only_missing=True))
+        self.body.do(_call("db.insert", self.table, RECORD))
+        self.body.close()
+        self.body.ret({self.table: _Code("records")})
 
     def _action(self) -> None:
         getattr(self, f"_action_{self.op.action}")()

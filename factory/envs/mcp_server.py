@@ -42,7 +42,7 @@ _LOCK_KEY = "factory.env_session_lock"
 
 
 def mcp_tools(spec: EnvSpec, kept: list[str] | None = None) -> list[types.Tool]:
-    """The bundle's tools as MCP tools: inputSchema = parameters; readOnlyHint = not mutates."""
+    """The bundle's tools as MCP tools: inputSchema = parameters; annotations as declared, else from mutates."""
     out = []
     for t in spec.tools:
         if kept is not None and t.name not in kept:
@@ -54,15 +54,22 @@ def mcp_tools(spec: EnvSpec, kept: list[str] | None = None) -> list[types.Tool]:
                 description=t.description,
                 input_schema=_object_schema(t),
                 output_schema=output,
-                annotations=types.ToolAnnotations(
-                    read_only_hint=not t.mutates,
-                    destructive_hint=t.mutates and _destructive(t),
-                    idempotent_hint=not t.mutates,
-                    open_world_hint=False,
-                ),
+                annotations=_annotations(t),
             )
         )
     return out
+
+
+def _annotations(tool: ToolSpec) -> types.ToolAnnotations:
+    """The hints the source server declared, when it declared them; else derived from `mutates`."""
+    if tool.annotations is not None:
+        return types.ToolAnnotations.model_validate(tool.annotations)
+    return types.ToolAnnotations(
+        read_only_hint=not tool.mutates,
+        destructive_hint=tool.mutates and _destructive(tool),
+        idempotent_hint=not tool.mutates,
+        open_world_hint=False,
+    )
 
 
 def _object_schema(tool: ToolSpec) -> dict[str, Any]:

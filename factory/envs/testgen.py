@@ -18,11 +18,13 @@ from typing import Any
 from factory.envs.codegen import (
     DEFAULT_LIMIT,
     Supply,
+    batch_items,
     closed_states,
     consumed_supplies,
     create_defaults,
     find_entity,
     is_non_negative,
+    item_fields,
     key_param,
     ledger_entry,
     ledger_of,
@@ -212,6 +214,8 @@ class _Cases:
         self.base: dict[str, Any] = {}  # required filters every case of a list/search/aggregate carries
         self.checks: dict[str, Callable[[Any], str | None]] = {}
         self.validate = compile_schema(tool.parameters)
+        self.items = batch_items(self.op, self.props) if self.op.batch_param else {}
+        self.props.update({k: v for k, v in (self.items.get("properties") or {}).items() if k not in self.props})
 
     def rows_of(self, entity: EntitySpec) -> Rows:
         return sorted(self.all_rows.get(entity.table, []), key=lambda r: r[entity.primary_key])
@@ -411,6 +415,7 @@ class _Cases:
 
     def build(self) -> list[TestCase]:
         kind = self.op.kind if self.op.kind != "action" else f"action_{self.op.action}"
+        kind = f"batch_{kind}" if self.op.batch_param else kind
         if self.op.kind in ("list", "search", "aggregate") and not self.required_filters():
             return []
         getattr(self, f"_{kind}")()
@@ -770,6 +775,109 @@ class _Cases:
         if busy:
             self.add("row still referenced", {self.key: busy[0][self.pk]}, _fail("conflict"))
         self.add("unknown id", {self.key: self.missing_id(self.key)}, _fail("not_found"))
+
+    # batch tools: N items give N rows; one bad item fails the call
+
+    def batch_ok(self, values: list[Any]) -> bool:
+        return self.allows(self.op.batch_param or "", values)
+
+    def new_item(self, fields: dict[str, FieldSpec], tag: str) -> dict[str, Any] | None:
+        """One valid item of a batch create (fields fresh, other required keys from their schema)."""
+        item: dict[str, Any] = {}
+        for key, f in fields.items():
+            if f.name != self.pk and f.name not in TIMESTAMP_COLUMNS:
+                item[key] = self.fresh_value(key, f, tag)
+        for key in self.items.get("required") or []:
+            if key not in item:
+                item[key] = self.example(key, tag)
+        return None if any(v is None for v in item.values()) else item
+
+    def _batch_create(self) -> None:
+        fields = item_fields(self.entity, self.items)
+        made = [self.new_item(fields, f"new {n}") for n in (1, 2)]
+        if None in made:
+            return
+        items = [i for i in made if i is not None]
+        keys = [r[self.pk] for r in self.rows]
+        integer = self.fields[self.pk].type == "integer"
+        prefix = self.entity.id_prefix or f"{self.entity.name[:3]}_"
+        settable = {f.name for f in fields.values()}
+        expected = []
+        for item in items:
+            row = {fields[k].name: _round(v) for k, v in item.items() if k in fields}
+            row = {**create_defaults(self.entity, settable), **row}
+            row[self.pk] = next_id(keys, integer, prefix)
+            keys.append(row[self.pk])
+            expected.append(row)
+        arg = self.op.batch_param or ""
+        state = [StateCheck(table=self.entity.table, where={self.pk: r[self.pk]}, match=r, count=1) for r in expected]
+        self.effect(f"{len(items)} new rows", {arg: items}, _ok({self.entity.table: expected}), state)
+        for key, f in fields.items():
+            if f.references and self.allows(key, MISSING_ID):
+                bad = [items[0], {**items[1], key: self.missing_id(key)}]
+                self.add(f"an item's {key} references nothing", {arg: bad}, _fail("invalid_reference"))
+                break
+        for key, f in fields.items():
+            taken = [r[f.name] for r in self.rows if r.get(f.name) is not None and self.allows(key, r[f.name])]
+            if f.unique and taken:
+                self.add(f"an item's {key} is taken", {arg: [items[0], {**items[1], key: taken[0]}]}, _fail("conflict"))
+            if f.unique:
+                self.add(
+                    f"two items with one {key}", {arg: [items[0], {**items[1], key: items[0][key]}]}, _fail("conflict")
+                )
+
+    def batch_keys(self) -> tuple[str, Rows]:
+        """The column scalar items name rows by, and the rows whose value of it the schema accepts."""
+        column = self.op.key_field or self.pk
+        return column, [r for r in self.rows if r.get(column) is not None and self.batch_ok([r[column]])]
+
+    def _batch_get(self) -> None:
+        column, named = self.batch_keys()
+        arg = self.op.batch_param or ""
+        if len(named) >= 2:
+            rows = self.rng.sample(named, 2)
+            expect = _ok({self.entity.table: [self.shown(r) for r in rows]})
+            self.add("two named rows", {arg: [r[column] for r in rows]}, expect)
+        if named and self.batch_ok([MISSING_ID]):
+            self.add("one unknown name", {arg: [named[0][column], MISSING_ID]}, _fail("not_found"))
+
+    def _batch_delete(self) -> None:
+        arg = self.op.batch_param or ""
+        if self.items.get("type") == "object":
+            self.batch_delete_matching(arg)
+            return
+        column, named = self.batch_keys()
+        free = [r for r in named if not self.referenced(r) and sum(x[column] == r[column] for x in named) == 1]
+        if len(free) >= 2:
+            rows = self.rng.sample(free, 2)
+            state = [StateCheck(table=self.entity.table, where={self.pk: r[self.pk]}, count=0) for r in rows]
+            self.effect("two unreferenced rows", {arg: [r[column] for r in rows]}, _ok({"deleted": True}), state)
+        busy = [r for r in named if self.referenced(r)]
+        if busy:
+            self.add("a row still referenced", {arg: [busy[0][column]]}, _fail("conflict"))
+        if named and self.batch_ok([MISSING_ID]):
+            self.add("one unknown name", {arg: [named[0][column], MISSING_ID]}, _fail("not_found"))
+
+    def batch_delete_matching(self, arg: str) -> None:
+        """Items whose values match the rows to delete (`{from, to, relationType}` of a relation)."""
+        fields = item_fields(self.entity, self.items)
+
+        def item(row: dict[str, Any]) -> dict[str, Any]:
+            return {k: row.get(f.name) for k, f in fields.items()}
+
+        free = [r for r in self.rows if not self.referenced(r) and self.batch_ok([item(r)])]
+        if len(free) >= 2:
+            rows = self.rng.sample(free, 2)
+            gone = [x for x in self.rows if any(item(x) == item(r) for r in rows)]
+            state = [StateCheck(table=self.entity.table, where={self.pk: r[self.pk]}, count=0) for r in gone]
+            self.effect("two matching items", {arg: [item(r) for r in rows]}, _ok({"deleted": True}), state)
+        text = next((k for k, f in fields.items() if f.type == "string" and self.allows(k, MISSING_ID)), None)
+        if free and text is not None:
+            self.add(
+                "an item matching nothing",
+                {arg: [item(free[0]), {**item(free[0]), text: MISSING_ID}]},
+                _fail("not_found"),
+            )
 
     def amount(self, integer_field: bool) -> int | float:
         typ = (self.props.get(self.op.amount_param or "amount") or {}).get("type")

@@ -241,3 +241,13 @@ def test_tool_annotations_follow_mutates() -> None:
     assert set(tools) == {"add_note", "list_notes"}
     assert tools["add_note"].annotations.read_only_hint is False
     assert tools["list_notes"].annotations.idempotent_hint is True
+
+
+def test_declared_annotations_are_advertised_as_the_server_declared_them() -> None:
+    declared = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+    add = SPEC.tool("add_note").model_copy(update={"annotations": declared})
+    spec = SPEC.model_copy(update={"tools": [add, SPEC.tool("list_notes")]})
+    tools = {t.name: t for t in mcp_tools(spec)}
+    # derived from mutates, add_note would be neither destructive nor idempotent
+    assert tools["add_note"].annotations.model_dump(by_alias=True, exclude_none=True) == declared
+    assert tools["list_notes"].annotations.read_only_hint is True  # none declared: still from mutates

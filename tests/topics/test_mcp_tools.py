@@ -156,7 +156,7 @@ def test_batch_tools_plan_the_single_item_operation() -> None:
     fields = {f.name: f.required for f in {e.name: e for e in entities}["entity"].fields}
     assert fields["name"] and fields["entity_type"]  # the items' properties, required as the items say
     create = {t.name: t for t in tools}["create_entities"]
-    assert create.operation is None  # no batch code generation yet: the declared interface is kept
+    assert create.operation is not None and create.operation.batch_param == "entities"  # interface kept as declared
     assert create.parameters["properties"]["entities"]["items"] == ENTITY_ITEM
 
 

@@ -2,7 +2,9 @@
 
 Creates name the fields first (their order and required-ness), then updates, then the records tools
 return, then filters and what actions need (a counter to change, a status to move). A field
-`<x>_id` is a foreign key to `x`, which becomes a small entity of its own when no tool lists it.
+`<x>_id` is a foreign key to `x`, which becomes a small entity of its own when no tool lists it; in the
+rows batch tools write, a field holding another row's name (`entity_name`, a relation's `from` "the name of
+the entity") is a foreign key to that `name`, which is then unique.
 Given entities (OpenAPI) are kept as they are; only the actions are settled against them.
 """
 
@@ -39,6 +41,7 @@ from factory.naming import plural, snake_case
 
 _RANK = {s: i for i, s in enumerate(LIFECYCLE)}
 _AMOUNT_ACTIONS = ("increment", "decrement", "transfer")
+_NAMED_RE = re.compile(r"\bname of the ([a-z][a-z ]*)")
 _STATED_RE = re.compile(
     r"\b(?:taken|drawn|deducted|subtracted|consumed|reserved) from (?:the |its )?([a-z][a-z ]*?)'s ([a-z][a-z ]*?)"
     r"(?=[.;,)]|$)"
@@ -181,18 +184,51 @@ def _settle_states(plans: list[Plan], drafts: dict[str, _Draft]) -> None:
         d.fields[status] = f.model_copy(update={"enum": list(dict.fromkeys(values))})
 
 
-def _finish_entity(d: _Draft, drafts: dict[str, _Draft]) -> EntitySpec:
-    """The entity of a draft: key `id` first, `<x>_id` fields as foreign keys, unique names unique."""
+def _name_target(f: FieldSpec, owner: str, drafts: dict[str, _Draft]) -> str | None:
+    """The entity whose `name` a field holds: `<x>_name` of a tool that names rows by name, or an end of a
+    relation its description calls "the name of the <x>" (`from`, `to` of a knowledge graph's relations)."""
+    candidate = f.name.removesuffix("_name") if f.name.endswith("_name") else None
+    if candidate not in drafts:
+        m = _NAMED_RE.search(f.description.lower())
+        words = m.group(1).split() if m else []
+        joined = ("_".join(words[:k]) for k in range(len(words), 0, -1))
+        candidate = next((c for c in joined if c in drafts), None)
+    if candidate is None or candidate == owner or "name" not in drafts[candidate].fields:
+        return None
+    return candidate
+
+
+def _named_targets(drafts: dict[str, _Draft], batch: set[str]) -> dict[tuple[str, str], str]:
+    """(entity, field) -> the entity whose `name` it holds, for entities batch tools write (they name rows by name)."""
+    out: dict[tuple[str, str], str] = {}
+    for d in drafts.values():
+        for f in d.fields.values() if d.name in batch else ():
+            target = _name_target(f, d.name, drafts)
+            if target is not None:
+                out[(d.name, f.name)] = target
+    return out
+
+
+def _finish_entity(d: _Draft, drafts: dict[str, _Draft], named: dict[tuple[str, str], str]) -> EntitySpec:
+    """The entity of a draft: key `id` first, `<x>_id` fields as foreign keys, unique names unique.
+
+    A field holding another row's name (`named`) is a foreign key to that name, which is then unique.
+    """
     fields = [FieldSpec(name="id", type="string", required=True, primary_key=True, description=f"ID of the {d.name}.")]
     for f in d.fields.values():
         if f.name == "id":
             continue
         update: dict[str, Any] = {}
         target = f.name[:-3] if f.name.endswith("_id") else None
+        plain = {"type": "string", "format": None, "enum": None, "minimum": None, "maximum": None}
         if target and target in drafts and target != d.name:
-            update.update(type="string", references=f"{target}.id", format=None, enum=None, minimum=None, maximum=None)
+            update.update(plain, references=f"{target}.id")
         elif target and target == d.name:
             update.update(type="string", format=None)
+        elif (d.name, f.name) in named:
+            update.update(plain, references=f"{named[(d.name, f.name)]}.name")
+        if f.name == "name" and d.name in named.values():
+            update["unique"] = True
         if (f.name in UNIQUE_NAMES or f.name.endswith(UNIQUE_SUFFIXES)) and not f.references and not f.enum:
             update["unique"] = True
         fields.append(f.model_copy(update=update) if update else f)
@@ -269,7 +305,8 @@ def build_entities(plans: list[Plan]) -> tuple[list[EntitySpec], list[Plan]]:
                 target = f"{parent}.{_supply_field(drafts[parent], supply, amount_type)}"
                 stated.setdefault(p.entity or "", []).append(Rule(kind="consumes", field=name, target=target))
     _settle_states(settled, drafts)
-    entities = assign_prefixes([_finish_entity(d, drafts) for d in drafts.values()])
+    named = _named_targets(drafts, {p.entity or "" for p in mapped if p.batch_param})
+    entities = assign_prefixes([_finish_entity(d, drafts, named) for d in drafts.values()])
     drawn = {(p.entity, p.field) for p in settled if p.action in ("decrement", "transfer") and p.entity and p.field}
     moved = {(p.entity, p.field) for p in settled if p.action in _AMOUNT_ACTIONS and p.entity and p.field}
     return table_order(add_rules(entities, drawn, stated, moved), strict=False), settled

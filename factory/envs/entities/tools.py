@@ -2,17 +2,20 @@
 
 The contract with the code generator: a row is named by `<entity>_id`, pages by `limit`/`offset`,
 a search's text by `query`, a range filter by `min_<field>`/`max_<field>`, a transfer's ends by
-`from_<entity>_id`/`to_<entity>_id`; a transition says which states it may start from.
+`from_<entity>_id`/`to_<entity>_id`; a transition says which states it may start from. A batch tool
+(`create_entities(entities=[...])`) keeps its declared parameters: its operation names the array and the
+field its scalar items name rows by (`delete_entities(entityNames=[...])` -> `name`).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
 from factory.envs.entities.classify import Plan
-from factory.envs.entities.outputs import output_schema
-from factory.envs.entities.params import find_key
+from factory.envs.entities.outputs import output_schema, record_schema
+from factory.envs.entities.params import base_type, find_key
 from factory.envs.toolkit.common import DEFAULT_LIMIT, MAX_LIMIT
 from factory.lexicon import (
     FORWARD_VERBS,
@@ -28,6 +31,7 @@ from factory.lexicon import (
     TRANSITIONS,
 )
 from factory.models import EntitySpec, JsonSchema, ToolOperation, ToolSpec
+from factory.naming import singular, snake_case
 
 _RANK = {s: i for i, s in enumerate(LIFECYCLE)}
 _LIMIT = {
@@ -121,12 +125,19 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec]) -> tuple[ToolSpec, str
         known = entities.get(tool.operation.entity)
         if known is None:
             return tool, ""
-        out = output_schema(tool.operation, known, tool.parameters, documented=tool.output)
+        op = tool.operation
+        out = (
+            batch_output(op, known, tool.parameters)
+            if op.batch_param
+            else output_schema(op, known, tool.parameters, documented=tool.output)
+        )
         mutates = tool.operation.kind in ("create", "update", "delete", "action")
         return tool.model_copy(update={"output": out, "mutates": mutates}), ""
     entity = entities.get(p.entity or "")
     if p.kind is None or entity is None:
         return _unmapped(tool, p.reason or (f"entity {p.entity!r} is unknown" if p.entity else "not mapped"))
+    if p.batch_param and p.kind in ("create", "delete", "get"):
+        return _finish_batch(p, entity)
     params = _Params(entity.name, p.props, p.required)
     field_names = {f.name for f in entity.fields}
     key = f"{entity.name}_id"
@@ -184,4 +195,50 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec]) -> tuple[ToolSpec, str
             "mutates": p.kind in ("create", "update", "delete", "action"),
             "output": output_schema(op, entity, schema, documented=tool.output),
         }
+    ), ""
+
+
+def _batch_key_field(batch: str, items: JsonSchema, entity: EntitySpec) -> tuple[str | None, str]:
+    """The field scalar items name their rows by: `entity_names` of `entity` -> `name`; the primary key for ids.
+
+    Returns (field or None for the primary key, why there is none: empty when there is one).
+    """
+    if base_type(items) == "object":
+        return None, ""
+    name = singular(batch)
+    name = name.removeprefix(f"{entity.name}_")
+    if name in ("id", f"{entity.name}_id", entity.primary_key):
+        return None, ""
+    if name in {f.name for f in entity.fields}:
+        return name, ""
+    return None, f"the items of {batch} name no field of {entity.name}"
+
+
+def batch_output(op: ToolOperation, entity: EntitySpec, params: JsonSchema) -> JsonSchema:
+    """What a batch tool returns (see ToolOperation): the rows it made or read, or the items it deleted."""
+    if op.kind == "delete":
+        given = copy.deepcopy(((params.get("properties") or {}).get(op.batch_param or "")) or {})
+        props = {"deleted": {"type": "boolean"}, op.batch_param or "": given}
+        return {"type": "object", "properties": props, "required": list(props)}
+    rows = {"type": "array", "items": record_schema(entity)}
+    return {"type": "object", "properties": {entity.table: rows}, "required": [entity.table]}
+
+
+def _finish_batch(p: Plan, entity: EntitySpec) -> tuple[ToolSpec, str]:
+    """A batch tool keeps its declared parameters; its operation names the array and how items name rows."""
+    tool = p.spec
+    declared = tool.parameters.get("properties") or {}
+    batch = next((k for k in declared if (snake_case(k) or k) == p.batch_param), None)
+    items = (declared.get(batch) or {}).get("items") if batch else None
+    if batch is None or not isinstance(items, dict):
+        return _unmapped(tool, "no array parameter holds the batch's items")
+    key_field, why = _batch_key_field(p.batch_param or "", items, entity)
+    if why:
+        return _unmapped(tool, why)
+    if p.kind == "create" and base_type(items) != "object":
+        return _unmapped(tool, "a batch create needs items that are objects")
+    op = ToolOperation(kind=p.kind or "get", entity=entity.name, batch_param=batch, key_field=key_field)
+    mutates = p.kind != "get"
+    return tool.model_copy(
+        update={"operation": op, "mutates": mutates, "output": batch_output(op, entity, tool.parameters)}
     ), ""
