@@ -276,12 +276,21 @@ def test_collection_without_component_gets_an_entity_from_the_path(tmp_path):
     assert secret["secret_id"].primary_key and {"account", "kind", "value"} <= set(secret)
 
 
-def test_writes_on_a_relationship_do_not_touch_the_related_rows(tmp_path):
-    _, tools, _ = load(tmp_path, directory_paths(), directory_schemas())
-    assert op(tools["list_group_users"]) == ("list", "user")
+def test_writes_on_a_relationship_are_links_not_the_related_rows(tmp_path):
+    _, tools, entities = load(tmp_path, directory_paths(), directory_schemas())
+    assert op(tools["assign_user_to_group"]) == ("create", "group_user")  # not a replace of the user
+    assert tools["assign_user_to_group"].parameters["required"] == ["group_id", "user_id"]
+    assert op(tools["list_group_users"]) == ("list", "group_user")
+    assert tools["list_group_users"].parameters["required"] == ["group_id"]
+    link = entities["group_user"]
+    assert {f.name: f.references for f in link.fields if not f.primary_key} == {
+        "group_id": "group.id",
+        "user_id": "user.id",
+    }
+    assert [(r.kind, r.fields) for r in link.rules] == [("unique_together", ["group_id", "user_id"])]
+    assert "group_id" not in {f.name for f in entities["user"].fields}
     assert op(tools["delete_user"]) == ("delete", "user")
-    assert tools["unassign_user_from_group"].operation is None  # not a delete of the user
-    assert tools["assign_user_to_group"].operation is None
+    assert tools["unassign_user_from_group"].operation is None  # names its link by the pair, not by its own key
 
 
 def test_api_singleton_is_one_row_named_by_default(tmp_path):
@@ -329,3 +338,52 @@ def test_onfido_conjur_and_link_example():
     [link] = load_source(REAL / "oai-v3.0-link-example.yaml")
     merge = {t.name: t for t in link.tools}["merge_pull_request"].operation
     assert (merge.kind, merge.entity, merge.action) == ("action", "pullrequest", "transition")
+
+
+def test_objects_held_by_ref_or_union_are_json_columns_and_prose_defaults_go(tmp_path):
+    doc_paths = {
+        "/api/v1/groups": {
+            "post": {"operationId": "addGroup", "requestBody": body(ref("Group")), "responses": ok(ref("Group"))}
+        },
+        "/api/v1/groups/{groupId}": {
+            "get": {"operationId": "getGroup", "parameters": [param("groupId")], "responses": ok(ref("Group"))}
+        },
+    }
+    priority = {"type": "integer", "default": "Last / Lowest Priority, for example `1`"}
+    schemas = {
+        "Group": obj(id="string", profile=ref("GroupProfile"), labels=ref("Labels"), priority=priority),
+        "GroupProfile": {"anyOf": [ref("OktaProfile"), ref("AdProfile")]},
+        "OktaProfile": obj(name="string"),
+        "AdProfile": obj(dn="string"),
+        "Labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    }
+    _, tools, entities = load(tmp_path, doc_paths, schemas)
+    group = {f.name: f for f in entities["group"].fields}
+    assert group["profile"].format == "json" and group["labels"].format == "json"
+    assert group["priority"].type == "integer" and group["priority"].format is None
+    assert "default" not in tools["add_group"].parameters["properties"]["priority"]
+
+
+def test_generate_verb_creates_and_free_form_documents_are_read(tmp_path):
+    key = {"name": "keyId", "in": "path", "required": True, "schema": {"type": "string"}}
+    doc_paths = {
+        "/api/v1/apps/{appId}": {
+            "get": {"operationId": "getApp", "parameters": [param("appId")], "responses": ok(ref("App"))}
+        },
+        "/api/v1/apps/{appId}/keys/{keyId}": {
+            "get": {"operationId": "getKey", "parameters": [param("appId"), key], "responses": ok(ref("Key"))}
+        },
+        "/api/v1/apps/{appId}/keys/generate": {
+            "post": {"operationId": "generateKey", "parameters": [param("appId")], "responses": ok(ref("Key"))}
+        },
+        "/.well-known/webauthn": {
+            "get": {"operationId": "getWellKnownDocument", "responses": ok({"type": "object", "description": "Doc."})}
+        },
+    }
+    _, tools, entities = load(tmp_path, doc_paths, {"App": obj(id="string"), "Key": obj(id="string", kid="string")})
+    assert op(tools["generate_key"]) == ("create", "key")
+    assert tools["generate_key"].parameters["required"] == ["app_id"]
+    read = tools["get_well_known_document"]
+    assert read.operation is not None and read.operation.kind == "get"
+    value = {f.name: f for f in entities[read.operation.entity].fields}["value"]
+    assert value.format == "json"
