@@ -12,6 +12,7 @@ import json
 import random
 import re
 from collections.abc import Callable
+from functools import cached_property
 from re import _parser
 from typing import Any
 
@@ -343,11 +344,13 @@ class _Cases:
         value = self.example(p)
         return value if value is not None else self.shaped(p, [], set())
 
+    @cached_property
+    def referrers(self) -> list[tuple[EntitySpec, str, str]]:
+        """Foreign keys pointing at this tool's entity, found once per tool (an API has hundreds of tables)."""
+        return referrers(self.spec.entities, self.entity)
+
     def referenced(self, row: dict[str, Any]) -> bool:
-        return any(
-            any(r.get(fk) == row.get(ref) for r in self.rows_of(other))
-            for other, fk, ref in referrers(self.spec.entities, self.entity)
-        )
+        return any(any(r.get(fk) == row.get(ref) for r in self.rows_of(other)) for other, fk, ref in self.referrers)
 
     def field_params(self) -> dict[str, FieldSpec]:
         return {p: f for p in self.props if (f := param_field(self.entity, p)) is not None}
