@@ -2,10 +2,11 @@
 and what it costs. The inputs are the unchanged public copies in ../shared/real/ plus generated documents of
 Stripe's and WorkOS's shapes (benchmarks/api_shapes.py).
 
-Per input: operations declared, tools kept by the gate, build seconds and peak MB (`factory build-env` in its
-own process), then tasks kept by kind and seconds per task (`factory tasks --n N` in its own process, stopped
-after a time limit, which is then recorded). Targets from the issue: at least 85% of operations kept across
-the set, and tasks on every environment with three or more kept tools.
+Per input: operations declared, tools kept by the gate, gate results checked against their tool's advertised
+output schema and how many broke it, build seconds and peak MB (`factory build-env` in its own process), then
+tasks kept by kind and seconds per task (`factory tasks --n N` in its own process, stopped after a time limit,
+which is then recorded). Targets from the issue: at least 85% of operations kept across
+the set, every result valid against its schema, and tasks on every environment with three or more kept tools.
 """
 
 from __future__ import annotations
@@ -95,8 +96,11 @@ def _measure(source: Path, out: Path) -> dict[str, Any]:
     report_path = out / "report.json"
     if not report_path.is_file():
         return {**row, "tools_kept": 0, "error": f"build exit {code}: {err}"}
-    kept = json.loads(report_path.read_text())["kept_tools"]
+    report = json.loads(report_path.read_text())
+    kept = report["kept_tools"]
     row["tools_kept"] = len(kept)
+    row["results_checked"] = sum(t.get("results_checked", 0) for t in report["tools"].values())
+    row["results_invalid"] = sum(t.get("results_invalid", 0) for t in report["tools"].values())
     if not kept:
         return row
     table = out.with_name(f"{out.name}.tasks.parquet")
@@ -127,6 +131,8 @@ def run(quick: bool = False) -> dict[str, Any]:
             print(f"real_inputs {name}: {per_input[name]}", file=sys.stderr, flush=True)
     operations = sum(r["operations"] for r in per_input.values())
     kept = sum(r["tools_kept"] for r in per_input.values())
+    checked = sum(r.get("results_checked", 0) for r in per_input.values())
+    invalid = sum(r.get("results_invalid", 0) for r in per_input.values())
     without = sorted(
         n for n, r in per_input.items() if r["tools_kept"] >= 3 and not sum(r.get("tasks_kept", {}).values())
     )
@@ -135,6 +141,11 @@ def run(quick: bool = False) -> dict[str, Any]:
             "value": round(kept / operations, 3) if operations else 0.0,
             "target": f">= {KEPT_TARGET}",
             "pass": operations > 0 and kept / operations >= KEPT_TARGET,
+        },
+        "results_valid_against_their_schema": {
+            "value": f"{invalid} of {checked} gate results invalid",
+            "target": "0 invalid",
+            "pass": invalid == 0,
         },
         "tasks_on_every_env_with_3_tools": {
             "value": f"{len(without)} without tasks" + (f": {', '.join(without)}" if without else ""),

@@ -300,6 +300,9 @@ class ToolReport(Model):
     accuracy: float
     kept: bool
     failures: list[str] = Field(default_factory=list)
+    # Successful results checked against the tool's advertised output schema, and how many broke it.
+    results_checked: int = 0
+    results_invalid: int = 0
 
 
 class GateReport(Model):

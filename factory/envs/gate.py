@@ -153,10 +153,14 @@ def _tool_reports(
         schema = (outputs or {}).get(name)
         output = OutputCheck(schema) if schema is not None else None
         failures = []
+        checked = invalid = 0
         for case, result, snapshot in pairs:
             why = check_case(case, result, snapshot, output)
             if why is not None:
                 failures.append(f"{case.name or case.tool}: {why}")
+            if output is not None and result.ok:
+                checked += 1
+                invalid += output.problem(result.value) is not None
         passed = len(pairs) - len(failures)
         accuracy = passed / len(pairs)
         reports[name] = ToolReport(
@@ -165,6 +169,8 @@ def _tool_reports(
             accuracy=round(accuracy, 4),
             kept=accuracy > threshold,
             failures=failures[:MAX_FAILURES_LISTED],
+            results_checked=checked,
+            results_invalid=invalid,
         )
     return reports
 

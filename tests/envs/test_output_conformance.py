@@ -97,6 +97,8 @@ def test_every_shop_result_is_valid_against_its_derived_output(backend: str, tmp
     report = run_gate(write_bundle(spec, shop_rows(), tmp_path / "shop"), generate_tests(spec, shop_rows(), seed=0))
     assert set(report.kept_tools) == {t.name for t in spec.tools if t.operation}
     assert all(r.accuracy == 1.0 for r in report.tools.values()), {n: r.failures for n, r in report.tools.items()}
+    assert sum(r.results_checked for r in report.tools.values()) > 0
+    assert sum(r.results_invalid for r in report.tools.values()) == 0
 
 
 def test_a_result_breaking_its_output_schema_fails_its_case(tmp_path: Path):
@@ -112,6 +114,7 @@ def test_a_result_breaking_its_output_schema_fails_its_case(tmp_path: Path):
     report = run_gate(write_bundle(spec, shop_rows(), tmp_path / "shop", tools_source=wrong), cases)
     get = report.tools["get_product"]
     assert get.passed == 0 and not get.kept and not report.kept
+    assert (get.results_checked, get.results_invalid) == (2, 2)
     assert get.failures[0] == (
         "pro_0001: result breaks the output schema at $.stock: 'plenty' is not of type 'integer', 'null'"
     )
