@@ -45,7 +45,9 @@ class ToolOperation(Model):
     Semantics (the contract between entity inference and code generation):
     - list: optional exact-match filters named like fields, `min_<f>`/`max_<f>` range filters on
       numbers and dates, `limit` (default 10, at most 20) and `offset`; returns
-      `{"items": [...], "total": n, "next_offset": int | None}`.
+      `{"items": [...], "total": n, "next_offset": int | None}`. A tool from a document pages in the
+      document's own style instead: a page number (`page` + `per_page`...; `next_page`) or a cursor
+      (`cursor`, `after`...; the opaque `next_cursor` the previous page returned).
     - search: `query` (case-insensitive substring over text fields) + `limit`/`offset`; same shape.
     - get: `<entity>_id`; returns the record, or error `not_found`.
     - create: fields as parameters; returns the created record including its new id.

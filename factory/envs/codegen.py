@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import NamedTuple
 
+from factory.envs.entities.outputs import CONTROL_PARAMS, Paging, paging_style, param_field, query_param, range_field
 from factory.envs.toolkit import common, files_store, sqlite_store
 from factory.envs.toolkit.common import DEFAULT_LIMIT
 from factory.lexicon import (
@@ -34,7 +35,6 @@ from factory.naming import snake_case
 
 # Columns the tools maintain themselves: set from the latest existing value, ignored by verifiers.
 NUMERIC_TYPES = ("integer", "number")
-ORDERED_TYPES = ("integer", "number", "date", "datetime")
 # Locals the generated bodies use; a parameter with one of these names is read from **params instead.
 _RESERVED = {"state", "params", "db", "rows", "current", "changes", "record"}
 _BATCH_LOCALS = {"item", "key", "records", "found", "matched"}  # the loops of a batch tool's body
@@ -71,21 +71,6 @@ def key_param(entity: EntitySpec, props: dict) -> str | None:
     for candidate in (f"{entity.name}_id", entity.primary_key):
         if candidate in props:
             return candidate
-    return None
-
-
-def query_param(props: dict) -> str | None:
-    """The free-text parameter of a search: `query`, or a common alias (`q`, `search`, `text`, `keyword`, `term`)."""
-    return next((p for p in ("query", "q", "search", "text", "keyword", "term") if p in props), None)
-
-
-def param_field(entity: EntitySpec, param: str) -> FieldSpec | None:
-    """The entity field a parameter sets or filters on (`<entity>_id` names the primary key)."""
-    by_name = {f.name: f for f in entity.fields}
-    if param in by_name:
-        return by_name[param]
-    if param == f"{entity.name}_id":
-        return by_name.get(entity.primary_key)
     return None
 
 
@@ -554,14 +539,18 @@ def _schema(spec: EnvSpec) -> str:
 
 # --- per-tool code ------------------------------------------------------------------------------
 
-_CONTROL_PARAMS = ("limit", "offset", "query", "field", "group_by")
+
+def _page_default(paging: Paging, name: str) -> int | None:
+    """The smallest value the paging helpers take for paging parameter `name` (None: not a counted one)."""
+    if name == paging.size:
+        return 1
+    if name == paging.position and paging.style != "cursor":
+        return paging.first
+    return None
 
 
-def _page_number(value: object, name: str) -> bool:
-    """Whether `value` is a default _page takes for `name`: a limit of 1 or more, an offset of 0 or more."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        return False
-    return value >= 1 if name == "limit" else value >= 0
+def _counted(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 class _ToolWriter:
@@ -570,6 +559,7 @@ class _ToolWriter:
     def __init__(self, spec: EnvSpec, tool: ToolSpec, op: ToolOperation, entity: EntitySpec):
         self.spec, self.tool, self.op, self.entity = spec, tool, op, entity
         self.props = _props(tool)
+        self.paging = paging_style(self.props)
         self.fields = {f.name: f for f in entity.fields}
         self.pk = entity.primary_key
         self.table = entity.table
@@ -609,9 +599,10 @@ class _ToolWriter:
     def _default(self, name: str) -> object:
         prop = self.props[name]
         value = prop.get("default") if isinstance(prop, dict) else None
-        if self.op.kind in ("list", "search") and name in ("limit", "offset") and not _page_number(value, name):
-            # no default, or one _page refuses (an API's `limit: -1` meaning "all", a string)
-            return DEFAULT_LIMIT if name == "limit" else 0
+        least = _page_default(self.paging, name) if self.op.kind in ("list", "search") else None
+        if least is not None and not _counted(value, least):
+            # no default, or one the paging helpers refuse (an API's `limit: -1` meaning "all", a string)
+            return DEFAULT_LIMIT if name == self.paging.size else least
         return value if isinstance(value, str | int | float | bool) else None
 
     # parameters
@@ -644,18 +635,18 @@ class _ToolWriter:
         """`db.select(...)` with the equality filters and min_/max_ range filters of the parameters."""
         where: dict[str, object] = {}
         ranges: dict[str, list[object]] = {}
-        control = (*_CONTROL_PARAMS, query_param(self.props)) if self.op.kind in ("search", "aggregate") else ()
+        control = (*CONTROL_PARAMS, query_param(self.props)) if self.op.kind in ("search", "aggregate") else ()
+        if self.op.kind in ("list", "search"):
+            control = (*control, *self.paging.params)
         for p in self.props:
             if p in control:
                 continue
             f = param_field(self.entity, p)
+            bounded = range_field(self.entity, p)
             if f is not None:
                 where[f.name] = self.v(p)
-                continue
-            for bound, idx in (("min_", 0), ("max_", 1)):
-                name = p[len(bound) :]
-                if p.startswith(bound) and name in self.fields and self.fields[name].type in ORDERED_TYPES:
-                    ranges.setdefault(name, [None, None])[idx] = self.v(p)
+            elif bounded is not None:
+                ranges.setdefault(bounded[0], [None, None])[bounded[1]] = self.v(p)
         args: list[object] = [self.table]
         if where or ranges:
             args.append(where)
@@ -746,16 +737,27 @@ class _ToolWriter:
 
     # operations
 
+    def _page(self) -> _Call:
+        """The page of `rows` the tool's paging parameters ask for, in the tool's paging style."""
+        paging = self.paging
+        size = self._page_arg(paging.size) if paging.size else None
+        if paging.style == "cursor":
+            return _call("_cursor_page", ROWS, size, self._opt(paging.position or ""))
+        position = self._page_arg(paging.position) if paging.position else None
+        if paging.style == "page":
+            return _call("_numbered_page", ROWS, size, position, paging.first)
+        return _call("_page", ROWS, size, position)
+
     def _list(self) -> None:
         self.body.let("rows", self._select())
-        self.body.ret(_call("_page", ROWS, self._page_arg("limit"), self._page_arg("offset")))
+        self.body.ret(self._page())
 
     def _search(self) -> None:
         self.body.let("rows", self._select())
         query = query_param(self.props)
         if query:
             self.body.let("rows", _call("_search", ROWS, self.v(query), tuple(searchable_fields(self.entity))))
-        self.body.ret(_call("_page", ROWS, self._page_arg("limit"), self._page_arg("offset")))
+        self.body.ret(self._page())
 
     def _get(self) -> None:
         self.body.ret(self._find())

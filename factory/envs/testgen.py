@@ -35,7 +35,8 @@ from factory.envs.codegen import (
     searchable_fields,
     unsupported_tools,
 )
-from factory.envs.toolkit.common import MAX_LIMIT
+from factory.envs.entities.outputs import Paging, paging_style
+from factory.envs.toolkit.common import MAX_LIMIT, _cursor_token
 from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.models import EntitySpec, EnvSpec, FieldSpec, StateCheck, TestCase, TestExpect, ToolSpec
 from factory.sandbox.schema import compile_schema
@@ -274,7 +275,7 @@ class _Cases:
     def required_filters(self) -> bool:
         """Fix a value for each required filter of a list/search/aggregate; the cases then see only those rows."""
         for p in self.required:
-            if p in ("query", "limit", "offset", "field", "group_by", query_param(self.props)):
+            if p in ("query", "limit", "offset", "field", "group_by", query_param(self.props), *self.paging.params):
                 continue
             f = param_field(self.entity, p)
             if f is None:  # a required argument the entity has no field for: the tool filters nothing by it
@@ -446,9 +447,14 @@ class _Cases:
     def filtered(self, predicate: Callable[[dict[str, Any]], bool]) -> Rows:
         return [r for r in self.rows if predicate(r)]
 
+    @cached_property
+    def paging(self) -> Paging:
+        return paging_style(self.props)
+
     def page_args(self) -> dict[str, Any]:
-        """The largest page, when the tool's `limit` takes it (a string-typed limit pages by default)."""
-        return {"limit": MAX_LIMIT} if "limit" in self.props and self.allows("limit", MAX_LIMIT) else {}
+        """The largest page, when the tool's page size takes it (a string-typed limit pages by default)."""
+        size = self.paging.size
+        return {size: MAX_LIMIT} if size and self.allows(size, MAX_LIMIT) else {}
 
     def page_limit(self) -> int | None:
         """The limit the filtered cases run with: the one page_args sends, else the tool's default."""
@@ -458,28 +464,54 @@ class _Cases:
         limit = min(limit or self.default_limit(), MAX_LIMIT)
         page = matched[offset : offset + limit]
         end = offset + limit
-        match: dict[str, Any] = {"total": len(matched), "next_offset": end if end < len(matched) else None}
+        following = self.position_value(end, limit) if end < len(matched) else None
+        match: dict[str, Any] = {"total": len(matched), self.paging.next_key: following}
         if page:
             match["items"] = [{self.pk: page[0][self.pk]}, {self.pk: page[-1][self.pk]}]
         return _ok(match, len(page))
 
+    def position_value(self, offset: int, limit: int) -> Any:
+        """The value of the paging position parameter that asks for the page starting at row `offset`."""
+        if self.paging.style == "page":
+            return offset // limit + self.paging.first
+        if self.paging.style == "cursor":
+            return _cursor_token(offset)
+        return offset
+
     def default_limit(self) -> int:
-        default = (self.props.get("limit") or {}).get("default")
+        default = (self.props.get(self.paging.size or "") or {}).get("default")
         return default if isinstance(default, int) and default > 0 else DEFAULT_LIMIT
 
     def _list(self) -> None:
         self.add("no filter", {}, self.expect_page(self.rows))
-        if {"limit", "offset"} <= set(self.props) and len(self.rows) >= 2:
-            limit = max(1, min(len(self.rows) // 3, MAX_LIMIT))
-            for offset in (0, limit):
-                args = {"limit": limit, "offset": offset}
-                self.add(f"page at offset {offset}", args, self.expect_page(self.rows, limit, offset))
+        self.paging_cases()
         self.filter_cases()
-        if "limit" in self.props and self.allows("limit", 0):
-            self.add("limit 0", {"limit": 0}, _fail("invalid_arguments"))
+        size = self.paging.size
+        if size and self.allows(size, 0):
+            self.add(f"{size} 0", {size: 0}, _fail("invalid_arguments"))
+
+    def paging_cases(self) -> None:
+        """The first two pages, asked for as the tool's paging style says: a tool ignoring its position
+        parameter answers the first page twice and fails the second case."""
+        size, position = self.paging.size, self.paging.position
+        if not position or len(self.rows) < 2:
+            return
+        limit = max(1, min(len(self.rows) // 3, MAX_LIMIT)) if size else min(self.default_limit(), MAX_LIMIT)
+        sized = {size: limit} if size else {}
+        for offset in (0, limit):
+            value = self.position_value(offset, limit)
+            if self.paging.style == "cursor" and offset == 0:
+                self.add(f"first page, no {position}", sized, self.expect_page(self.rows, limit, offset))
+                continue
+            what = f"page at offset {offset}" if self.paging.style == "offset" else f"page at {position}={value!r}"
+            self.add(what, {**sized, position: value}, self.expect_page(self.rows, limit, offset))
+        if self.paging.style == "cursor":
+            self.add("unknown cursor", {position: "not-a-cursor"}, _fail("invalid_arguments"))
+        elif self.paging.style == "page" and self.allows(position, self.paging.first - 1):
+            self.add(f"{position} before the first", {position: self.paging.first - 1}, _fail("invalid_arguments"))
 
     def filter_cases(self) -> None:
-        fields = self.field_params()
+        fields = {p: f for p, f in self.field_params().items() if p not in self.paging.params}
         for p, f in fields.items():
             values = [r[f.name] for r in self.rows if r.get(f.name) is not None and self.allows(p, r[f.name])]
             if not values or f.name == self.pk or p in self.base or _structured(self.props.get(p) or {}):

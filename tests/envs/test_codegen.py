@@ -24,7 +24,7 @@ from factory.envs.codegen import (
     searchable_fields,
     unsupported_tools,
 )
-from factory.models import Rule, ToolOperation, ToolSpec
+from factory.models import EnvSpec, Rule, ToolOperation, ToolSpec
 
 from .conftest import load_state, shop_rows, shop_spec
 
@@ -134,6 +134,36 @@ def test_list_filters_and_pagination(tools: Tools):
     assert tools.list_orders(status="pending", customer_id="cus_0002")["total"] == 1
     assert _code(tools.list_products(limit=0)) == "invalid_arguments"
     assert len(tools.list_products(limit=500)["items"]) == 4
+
+
+def _paged_products(props: dict) -> EnvSpec:
+    """The shop with one more product list tool taking `props`, the document's own paging parameters."""
+    tool = ToolSpec(
+        name="browse_products",
+        description="Browse products.",
+        parameters={"type": "object", "properties": props},
+        operation=ToolOperation(kind="list", entity="product"),
+    )
+    spec = shop_spec()
+    return spec.model_copy(update={"tools": [*spec.tools, tool]})
+
+
+def test_list_tools_page_as_their_parameters_say(tmp_path: Path):
+    by_page = _paged_products({"page": {"type": "integer"}, "per_page": {"type": "integer", "default": -1}})
+    source = generate_tools(by_page)
+    assert "def browse_products(state, page=1, per_page=10):" in source
+    assert "return _numbered_page(rows, per_page, page, 1)" in source
+    tools = Tools("sqlite", tmp_path, by_page)
+    second = tools.browse_products(page=2, per_page=3)
+    assert [p["id"] for p in second["items"]] == ["pro_0004"] and second["next_page"] is None
+    assert tools.browse_products(page=1, per_page=3)["next_page"] == 2
+    by_cursor = Tools(
+        "files", tmp_path / "c", _paged_products({"page_token": {"type": "string"}, "count": {"type": "integer"}})
+    )
+    first = by_cursor.browse_products(count=3)
+    rest = by_cursor.browse_products(count=3, page_token=first["next_cursor"])
+    assert [p["id"] for p in rest["items"]] == ["pro_0004"] and rest["next_cursor"] is None
+    assert _code(by_cursor.browse_products(page_token="pro_0003")) == "invalid_arguments"
 
 
 def test_search_is_case_insensitive_over_text_fields(tools: Tools):

@@ -116,6 +116,39 @@ def test_expectations_come_from_the_rows():
     assert busy.args["product_id"] in {o["product_id"] for o in shop_rows()["orders"]}
 
 
+def test_page_cases_ask_for_the_next_page_in_the_tools_own_style(tmp_path: Path):
+    """Page 2 by number, and the next cursor, must give the next rows: code ignoring them fails."""
+    styles = {
+        "browse_by_page": {"page": {"type": "integer", "minimum": 1}, "page_size": {"type": "integer"}},
+        "browse_by_cursor": {"cursor": {"type": "string"}, "limit": {"type": "integer"}},
+    }
+    spec = shop_spec()
+    extra = [
+        ToolSpec(
+            name=name,
+            description=name,
+            parameters={"type": "object", "properties": props},
+            operation=ToolOperation(kind="list", entity="product"),
+        )
+        for name, props in styles.items()
+    ]
+    spec = spec.model_copy(update={"tools": [*spec.tools, *extra]})
+    cases = {c.name: c for c in generate_tests(spec, shop_rows(), seed=0)}
+    second = cases["browse_by_page: page at page=2"]
+    assert second.args == {"page_size": 1, "page": 2} and second.expect.match["next_page"] == 3
+    assert second.expect.match["items"][0] == {"id": "pro_0002"}
+    following = next(c for n, c in cases.items() if n.startswith("browse_by_cursor: page at cursor="))
+    assert following.expect.match["items"][0] == {"id": "pro_0002"} and following.expect.match["next_cursor"]
+    assert cases["browse_by_cursor: unknown cursor"].expect.error_code == "invalid_arguments"
+    source = generate_tools(spec)
+    assert run_in_process(source, "sqlite", list(cases.values()), tmp_path / "right") == {}
+    ignoring = source.replace("_numbered_page(rows, page_size, page, 1)", "_numbered_page(rows, page_size, None, 1)")
+    ignoring = ignoring.replace("_cursor_page(rows, limit, cursor)", "_cursor_page(rows, limit, None)")
+    failed = run_in_process(ignoring, "sqlite", list(cases.values()), tmp_path / "wrong")
+    assert "browse_by_page: page at page=2" in failed
+    assert any(n.startswith("browse_by_cursor: page at cursor=") for n in failed)
+
+
 def test_same_seed_same_cases_other_seed_other_picks():
     first = generate_tests(shop_spec(), shop_rows(), seed=3)
     assert first == generate_tests(shop_spec(), shop_rows(), seed=3)

@@ -10,11 +10,115 @@ document still lends its property descriptions and numeric formats where a colum
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from factory.envs.entities.classify import Plan
 from factory.envs.entities.params import base_type
 from factory.lexicon import PAGE_FIELDS, RESPONSE_FIELDS
 from factory.models import EntitySpec, FieldSpec, JsonSchema, ToolOperation
 from factory.naming import plural, snake_case
+
+ORDERED_TYPES = ("integer", "number", "date", "datetime")
+CONTROL_PARAMS = ("limit", "offset", "query", "field", "group_by")  # a search or aggregate filters by none of them
+# Paging parameters by role, as snake_case names: the page size, an offset, a page number, a cursor.
+_SIZE_NAMES = ("limit", "per_page", "page_size", "max_results", "max_items", "count", "size", "top")
+_OFFSET_NAMES = ("offset", "skip", "start", "start_index")
+_NUMBER_NAMES = ("page", "page_number", "page_num")
+_CURSOR_NAMES = ("cursor", "page_token", "next_token", "starting_after", "after", "continuation_token", "marker")
+_NEXT = {"offset": "next_offset", "page": "next_page", "cursor": "next_cursor"}
+_NEXT_TYPE = {"offset": "integer", "page": "integer", "cursor": "string"}
+
+
+class Paging(NamedTuple):
+    """How a list/search tool pages, read from its parameters: `style` is "offset" (`position` rows to skip),
+    "page" (`position` is a page number counted from `first`) or "cursor" (`position` takes the opaque
+    `next_cursor` the previous page returned); `size` is the rows-per-page parameter. Without any paging
+    parameter a tool answers the first page, offset style."""
+
+    style: str
+    size: str | None
+    position: str | None
+    first: int = 0
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(p for p in (self.size, self.position) if p)
+
+    @property
+    def next_key(self) -> str:
+        """The result's field that says where the next page starts (null on the last page)."""
+        return _NEXT[self.style]
+
+
+def _typed(prop: object, typ: str) -> bool:
+    """Whether a parameter schema admits `typ` (an untyped one admits anything)."""
+    types = prop.get("type") if isinstance(prop, dict) else None
+    return types is None or typ in ([types] if isinstance(types, str) else types)
+
+
+def _named(props: dict, names: tuple[str, ...], typ: str) -> str | None:
+    """The first parameter (in `names` order) whose snake_case name is one of `names` and admits `typ`."""
+    by_name = {snake_case(p) or p: p for p in props if _typed(props[p], typ) and not _dated(props[p])}
+    return next((by_name[n] for n in names if n in by_name), None)
+
+
+def _dated(prop: object) -> bool:
+    """A date parameter (`after: 2024-01-01`) bounds a time, it does not page."""
+    return isinstance(prop, dict) and prop.get("format") in ("date", "date-time")
+
+
+def _first_page(prop: object) -> int:
+    """1, unless the page parameter's default or minimum says pages count from 0."""
+    prop = prop if isinstance(prop, dict) else {}
+    return 0 if 0 in (prop.get("default"), prop.get("minimum")) else 1
+
+
+def paging_style(props: dict) -> Paging:
+    """The paging style of a list/search tool with parameters `props` (see Paging)."""
+    size = _named(props, _SIZE_NAMES, "integer")
+    cursor = _named(props, _CURSOR_NAMES, "string")
+    if cursor:
+        return Paging("cursor", size, cursor)
+    number = _named(props, _NUMBER_NAMES, "integer")
+    if number:
+        return Paging("page", size, number, _first_page(props[number]))
+    return Paging("offset", size, _named(props, _OFFSET_NAMES, "integer"))
+
+
+def query_param(props: dict) -> str | None:
+    """The free-text parameter of a search: `query`, or a common alias (`q`, `search`, `text`, `keyword`, `term`)."""
+    return next((p for p in ("query", "q", "search", "text", "keyword", "term") if p in props), None)
+
+
+def param_field(entity: EntitySpec, param: str) -> FieldSpec | None:
+    """The entity field a parameter sets or filters on (`<entity>_id` names the primary key)."""
+    by_name = {f.name: f for f in entity.fields}
+    if param in by_name:
+        return by_name[param]
+    if param == f"{entity.name}_id":
+        return by_name.get(entity.primary_key)
+    return None
+
+
+def range_field(entity: EntitySpec, param: str) -> tuple[str, int] | None:
+    """(field, 0 for a lower / 1 for an upper bound) of a `min_<field>`/`max_<field>` filter on an ordered field."""
+    by_name = {f.name: f for f in entity.fields}
+    for bound, idx in (("min_", 0), ("max_", 1)):
+        name = param[len(bound) :]
+        if param.startswith(bound) and name in by_name and by_name[name].type in ORDERED_TYPES:
+            return name, idx
+    return None
+
+
+def unapplied_params(entity: EntitySpec, kind: str, props: dict) -> list[str]:
+    """Parameters of a list/search tool the generated code does not apply: no paging, query, field or
+    range filter (the code reads them and answers as if they were absent)."""
+    applied = set(paging_style(props).params)
+    if kind == "search":
+        applied.add(query_param(props) or "")
+    control = (*CONTROL_PARAMS, query_param(props)) if kind == "search" else ()
+    filters = {p for p in props if p not in control and (param_field(entity, p) or range_field(entity, p))}
+    return [p for p in props if p not in applied | filters]
 
 
 def _output_record(schema: JsonSchema, entity: str) -> JsonSchema | None:
@@ -116,16 +220,18 @@ def record_schema(entity: EntitySpec, documented: JsonSchema | None = None) -> J
     return {**out, "properties": props, "required": required}
 
 
-def page_schema(entity: EntitySpec, documented: JsonSchema | None = None) -> JsonSchema:
-    """The output of list/search: a page of records and the offset of the next one."""
+def page_schema(entity: EntitySpec, documented: JsonSchema | None = None, style: str = "offset") -> JsonSchema:
+    """The output of list/search: a page of records and where the next one starts, as the paging `style`
+    says (`next_offset`, `next_page` or `next_cursor`; null on the last page)."""
+    nxt = _NEXT[style]
     return {
         "type": "object",
         "properties": {
             "items": {"type": "array", "items": record_schema(entity, documented)},
             "total": {"type": "integer"},
-            "next_offset": {"type": ["integer", "null"]},
+            nxt: {"type": [_NEXT_TYPE[style], "null"]},
         },
-        "required": ["items", "total", "next_offset"],
+        "required": ["items", "total", nxt],
     }
 
 
@@ -147,7 +253,7 @@ def output_schema(
     props = (params or {}).get("properties") or {}
     record = _output_record(documented, entity.name) if isinstance(documented, dict) else None
     if op.kind in ("list", "search"):
-        return page_schema(entity, record if record is not documented else None)
+        return page_schema(entity, record if record is not documented else None, paging_style(props).style)
     if op.kind == "delete":
         key = f"{entity.name}_id" if params is None or f"{entity.name}_id" in props else entity.primary_key
         return {

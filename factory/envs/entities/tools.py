@@ -4,7 +4,9 @@ The contract with the code generator: a row is named by `<entity>_id`, pages by 
 a search's text by `query`, a range filter by `min_<field>`/`max_<field>`, a transfer's ends by
 `from_<entity>_id`/`to_<entity>_id`; a transition says which states it may start from. A batch tool
 (`create_entities(entities=[...])`) keeps its declared parameters: its operation names the array and the
-field its scalar items name rows by (`delete_entities(entityNames=[...])` -> `name`).
+field its scalar items name rows by (`delete_entities(entityNames=[...])` -> `name`). A tool whose
+document gave it an operation keeps its parameters, paging ones included (outputs.paging_style); a
+list/search parameter the generated code does not apply says so in its description.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from typing import Any
 
 from factory.envs.entities.classify import Plan
-from factory.envs.entities.outputs import output_schema, record_schema
+from factory.envs.entities.outputs import output_schema, record_schema, unapplied_params
 from factory.envs.entities.params import base_type, find_key
 from factory.envs.toolkit.common import DEFAULT_LIMIT, MAX_LIMIT
 from factory.lexicon import (
@@ -114,6 +116,26 @@ class _Params:
         self.required = [r for r in self.required if r in self.props and r not in ("limit", "offset")]
 
 
+UNAPPLIED_NOTE = "This environment does not apply this parameter."
+
+
+def noted_unapplied(op: ToolOperation, entity: EntitySpec, params: JsonSchema) -> JsonSchema:
+    """`params` where each parameter of a list/search tool that the generated code does not apply (no
+    paging, query, field or range filter) says so in its description, so none is ignored silently."""
+    props = params.get("properties")
+    if op.kind not in ("list", "search") or op.batch_param or not isinstance(props, dict):
+        return params
+    unapplied = [p for p in unapplied_params(entity, op.kind, props) if isinstance(props[p], dict)]
+    if not unapplied:
+        return params
+    noted = dict(props)
+    for p in unapplied:
+        described = str(noted[p].get("description") or "").strip()
+        if not described.endswith(UNAPPLIED_NOTE):
+            noted[p] = {**noted[p], "description": f"{described} {UNAPPLIED_NOTE}".strip()}
+    return {**params, "properties": noted}
+
+
 def _unmapped(tool: ToolSpec, reason: str) -> tuple[ToolSpec, str]:
     return tool.model_copy(update={"operation": None}), reason
 
@@ -132,7 +154,8 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec]) -> tuple[ToolSpec, str
             else output_schema(op, known, tool.parameters, documented=tool.output)
         )
         mutates = tool.operation.kind in ("create", "update", "delete", "action")
-        return tool.model_copy(update={"output": out, "mutates": mutates}), ""
+        params = noted_unapplied(op, known, tool.parameters)
+        return tool.model_copy(update={"output": out, "mutates": mutates, "parameters": params}), ""
     entity = entities.get(p.entity or "")
     if p.kind is None or entity is None:
         return _unmapped(tool, p.reason or (f"entity {p.entity!r} is unknown" if p.entity else "not mapped"))
@@ -188,6 +211,7 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec]) -> tuple[ToolSpec, str
     schema["properties"] = params.props
     if params.required:
         schema["required"] = list(dict.fromkeys(params.required))
+    schema = noted_unapplied(op, entity, schema)
     return tool.model_copy(
         update={
             "operation": op,

@@ -9,6 +9,8 @@ call changes nothing. New ids continue the largest existing id and timestamps th
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime
 import functools
 import re
@@ -400,6 +402,44 @@ def _page(rows: list[dict[str, Any]], limit: Any, offset: Any) -> dict[str, Any]
     limit = min(limit, MAX_LIMIT)
     end = offset + limit
     return {"items": rows[offset:end], "total": len(rows), "next_offset": end if end < len(rows) else None}
+
+
+def _numbered_page(rows: list[dict[str, Any]], size: Any, number: Any, first: int) -> dict[str, Any]:
+    """Page `number` of `rows` (numbered from `first`), `size` rows a page: {"items", "total", "next_page"}."""
+    size = DEFAULT_LIMIT if size is None else size
+    number = first if number is None else number
+    if size < 1 or number < first:
+        raise _Refusal("invalid_arguments", f"the page size must be at least 1 and the page at least {first}")
+    page = _page(rows, size, (number - first) * min(size, MAX_LIMIT))
+    following = None if page["next_offset"] is None else number + 1
+    return {"items": page["items"], "total": page["total"], "next_page": following}
+
+
+def _cursor_token(offset: int) -> str:
+    """The opaque cursor of the page starting at `offset`."""
+    return base64.urlsafe_b64encode(f"offset:{offset}".encode()).decode().rstrip("=")
+
+
+def _cursor_offset(cursor: Any) -> int:
+    """The offset a cursor from `_cursor_token` stands for; any other value is refused."""
+    text = ""
+    if isinstance(cursor, str):
+        try:
+            text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            text = ""
+    number = text.removeprefix("offset:")
+    if not text.startswith("offset:") or not number.isascii() or not number.isdigit():
+        raise _Refusal("invalid_arguments", "the cursor is not one a previous page returned")
+    return int(number)
+
+
+def _cursor_page(rows: list[dict[str, Any]], size: Any, cursor: Any) -> dict[str, Any]:
+    """The page `cursor` points at (the first without one): {"items", "total", "next_cursor"} (None on the last)."""
+    page = _page(rows, size, 0 if cursor is None or cursor == "" else _cursor_offset(cursor))
+    after = page["next_offset"]
+    following = None if after is None else _cursor_token(after)
+    return {"items": page["items"], "total": page["total"], "next_cursor": following}
 
 
 def _summary(rows: list[dict[str, Any]], field: str | None) -> dict[str, Any]:
