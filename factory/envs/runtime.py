@@ -64,6 +64,7 @@ class Environment:
         self._load_message = ("load", self.key, source, spec.backend, seed, files, read_only)
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
+        self._seed: Snapshot | None = None  # the seed state, read once by the first session that snapshots it
         self.closed = False
 
     @classmethod
@@ -115,6 +116,25 @@ class Environment:
             self._sessions[s.id] = s
         return s
 
+    def seed_snapshot(self, read: Callable[[], dict[str, list[dict[str, Any]]]]) -> Snapshot:
+        """The seed state, read through `read` (a fresh session's snapshot) once per environment."""
+        with self._lock:
+            if self._seed is None:
+                self._seed = Snapshot.model_construct(tables=read())
+            return self._seed
+
+    def shared(self, tables: dict[str, list[dict[str, Any]]]) -> Snapshot:
+        """A snapshot whose tables equal to the seed's are the seed's own lists: verifiers skip and memoize
+        the tables that are the same object (factory.verify.state), so a task costs the tables it wrote.
+        Only for sqlite: JSON collections may hold `true` where the seed held `1`, which `==` calls equal."""
+        seed = self._seed
+        if seed is not None and self.spec.backend == "sqlite":  # sqlite values compare equal only when they hash so
+            for name, rows in tables.items():
+                same = seed.tables.get(name)
+                if same is not None and same == rows:
+                    tables[name] = same
+        return Snapshot.model_construct(tables=tables)
+
     def forget(self, session: Session) -> None:
         with self._lock:
             self._sessions.pop(session.id, None)
@@ -158,6 +178,8 @@ class Session:
         self.id = uuid.uuid4().hex
         self.slot = slot
         self.journal: list[tuple[str, dict[str, Any]]] = []
+        self.pristine = True  # no call has changed the state since the session opened or was reset: the seed
+        self._last: tuple[Any, Snapshot] | None = None  # (worker, snapshot) while no call has changed the state
         self.closed = False
         with slot.lock:
             self._open_in(slot)
@@ -202,6 +224,8 @@ class Session:
         with slot.lock:
             if self.closed:
                 return _error("session_closed", f"session {self.id} is closed", started=started)
+            pristine, self.pristine = self.pristine, False
+            last, self._last = self._last, None
             try:
                 reply = slot.request(
                     ("call", self.id, tool, args, limits.timeout_s, limits.cpu_s), limits.timeout_s + limits.grace_s
@@ -215,6 +239,8 @@ class Session:
             except ValueError as e:  # marshal: a value that is not plain data
                 return _error("invalid_arguments", f"arguments are not JSON values: {e}", started=started)
             if reply[0] == "ok":
+                if not reply[2] and env.spec.backend == "sqlite":  # sqlite counts every row the call changed
+                    self.pristine, self._last = pristine, last
                 if reply[2] or tool in env._mutates:
                     self.journal.append((tool, marshal.loads(marshal.dumps(args))))
                 return ToolResult(ok=True, value=reply[1], wall_ms=(time.perf_counter() - started) * 1000)
@@ -241,14 +267,28 @@ class Session:
         return reply
 
     def snapshot(self) -> Snapshot:
-        """The whole state, read-only: table -> rows (dicts) sorted by primary key."""
-        return Snapshot(tables=self._simple(("snapshot", self.id, self.env._pks), "snapshot")[1])
+        """The whole state, read-only (shared with other snapshots; never edit it): table -> rows (dicts) sorted
+        by primary key. A session still at the seed gets the environment's seed snapshot, and one whose calls
+        since its last snapshot changed no row (sqlite) gets that snapshot again, without a worker call."""
+        if self.pristine:
+            return self.env.seed_snapshot(self._read_tables)
+        last = self._last
+        if last is not None and last[0] is self.slot.worker:  # no write since, and no worker rebuilt it by replay
+            return last[1]
+        snap = self.env.shared(self._read_tables())
+        self._last = (self.slot.worker, snap)
+        return snap
+
+    def _read_tables(self) -> dict[str, list[dict[str, Any]]]:
+        return self._simple(("snapshot", self.id, self.env._pks), "snapshot")[1]
 
     def reset(self) -> None:
         """Back to the seed state (an in-memory restore, no file copies for sqlite)."""
         with self.slot.lock:
             self._simple(("reset", self.id), "reset")
             self.journal.clear()
+            self.pristine = True
+            self._last = None
 
     def run_program(self, source: str, entry: str = "solve", timeout_s: float = 10.0) -> ProgramRun:
         """Run an untrusted task program in its own sandboxed process; its tool calls go through `call`."""

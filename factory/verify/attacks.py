@@ -756,7 +756,7 @@ def _every_mutator(case: _Case) -> list[Probe] | str:
 def _state_mutants(case: _Case) -> list[Probe] | str:
     probes = []
     for m in build_mutants(case.initial, case.final, case.diff, case.spec.bookkeeping, case.keys):
-        state = Snapshot(tables=m.tables)
+        state = Snapshot.model_construct(tables=m.tables)
         if case.hash(state) != case.gold_hash:
             probes.append(
                 Probe(
@@ -802,9 +802,10 @@ def build_mutants(
     base = final.tables
 
     def variant(kind: str, detail: str, table: str, edit: Any) -> Mutant:
-        tables = copy.deepcopy(base)
+        tables = dict(base)  # only the edited table is copied: the others stay shared, read-only
+        tables[table] = copy.deepcopy(base[table])
         edit(tables[table])
-        return Mutant(kind=kind, detail=f"{table}: {detail}", tables=tables)
+        return Mutant.model_construct(kind=kind, detail=f"{table}: {detail}", tables=tables)  # no copy of the rest
 
     for table, d in sorted(diff.tables.items()):
         rows = base.get(table, [])

@@ -87,6 +87,26 @@ def normalize_value(value: Any) -> Any:
     return value
 
 
+_TABLE_HASHES: dict[tuple[int, tuple[str, ...]], tuple[Sequence[Mapping[str, Any]], str]] = {}
+_TABLE_HASHES_MAX = 4096
+
+
+def _table_hash(cols: ColumnFilter, table: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """One table's content hash, memoized by the rows object: snapshots of one environment share the lists of
+    tables nothing wrote (factory.envs.runtime), so hashing a state costs what changed, not the database.
+    The entry holds the rows, so its id cannot be reused while cached; snapshots are read-only."""
+    key = (id(rows), cols.patterns)
+    hit = _TABLE_HASHES.pop(key, None)
+    if hit is not None and hit[0] is rows:
+        _TABLE_HASHES[key] = hit  # most recently used last: the seed's tables stay while fresh ones come and go
+        return hit[1]
+    digest = sha256_bytes(canonical_json(sorted(canonical_json(cols.row(table, row)).decode() for row in rows)))
+    if len(_TABLE_HASHES) >= _TABLE_HASHES_MAX:
+        _TABLE_HASHES.pop(next(iter(_TABLE_HASHES)))
+    _TABLE_HASHES[key] = (rows, digest)
+    return digest
+
+
 def canonical_state_hash(
     snapshot: Snapshot | Tables,
     bookkeeping: Iterable[str] = (),
@@ -96,7 +116,7 @@ def canonical_state_hash(
     Empty tables count as absent, so a files backend without a collection file equals one with `[]`."""
     cols = ColumnFilter(bookkeeping, timestamp_columns)
     content = {
-        table: sorted(canonical_json(cols.row(table, row)).decode() for row in rows)
+        table: _table_hash(cols, table, rows)
         for table, rows in _tables(snapshot).items()
         if rows and not cols.table_ignored(table)
     }
@@ -165,8 +185,8 @@ def state_diff(
     a_tables, b_tables = _tables(initial), _tables(final)
     out: dict[str, TableDiff] = {}
     for table in sorted(set(a_tables) | set(b_tables)):
-        if cols.table_ignored(table):
-            continue
+        if cols.table_ignored(table) or a_tables.get(table) is b_tables.get(table):
+            continue  # the same rows object on both sides: nothing changed there
         before = [cols.row(table, r) for r in a_tables.get(table, [])]
         after = [cols.row(table, r) for r in b_tables.get(table, [])]
         key = _row_key(table, before, after, (keys or {}).get(table))

@@ -113,3 +113,17 @@ def test_diff_without_a_key_uses_whole_rows():
     assert keyed.tables["t"].changed[0].after == {"v": 2}
     # A table that appears is all added.
     assert len(state_diff({}, {"notes": [{"id": 1}]}).tables["notes"].added) == 1
+
+
+def test_hash_is_memoized_per_rows_object_and_sees_new_content(monkeypatch):
+    import factory.verify.state as state
+
+    base = Snapshot.model_construct(tables=snap().tables)  # as the runtime builds them: lists kept, not copied
+    before = canonical_state_hash(base)
+    rows_hashed = []
+    real_row = state.ColumnFilter.row
+    monkeypatch.setattr(state.ColumnFilter, "row", lambda self, t, r: rows_hashed.append(t) or real_row(self, t, r))
+    changed = Snapshot.model_construct(tables={**base.tables, "orders": [{**ORDERS[0], "quantity": 9}, *ORDERS[1:]]})
+    assert canonical_state_hash(changed) != before
+    assert rows_hashed == ["orders"] * len(ORDERS)  # the shared products list was not hashed again
+    assert canonical_state_hash(snap()) == before  # equal content in new lists hashes the same
