@@ -847,25 +847,24 @@ class _ToolWriter:
             self.body.do(_call("found.append", _call("_find", DB, self.table, _Code("key"), self.entity.name)))
         else:
             select = _call("db.select", self.table, {self.op.key_field: _Code("key")})
-            self.body.let("matched", select)
-            self.body.open("if not matched:")
-            message = f"no {self.entity.name} with {self.op.key_field} "
-            self.body.lines.append(f'{self.body.indent}raise _Refusal("not_found", {_literal(message)} + repr(key))')
-            self.body.close()
-            self.body.do(_call("found.extend", _Code("matched")))
+            self._extend_found(select, f"no {self.entity.name} with {self.op.key_field} ", "key")
         self.body.close()
 
     def _match_each(self, items: _Code) -> None:
         """`found`: the rows each item's values match, refused when an item matches none."""
         self.body.let("found", [])
         self.body.open(f"for item in {items.text}:")
-        self.body.let("matched", _call("db.select", self.table, {f.name: v for _, f, v in self._item_values()}))
+        select = _call("db.select", self.table, {f.name: v for _, f, v in self._item_values()})
+        self._extend_found(select, f"no {self.entity.name} matches ", "item")
+        self.body.close()
+
+    def _extend_found(self, select: _Call, message: str, shown: str) -> None:
+        """`found` gets the rows `select` matches; none matched is `not_found`, naming the item by `shown`."""
+        self.body.let("matched", select)
         self.body.open("if not matched:")
-        message = f"no {self.entity.name} matches "
-        self.body.lines.append(f'{self.body.indent}raise _Refusal("not_found", {_literal(message)} + repr(item))')
+        self.body.lines.append(f'{self.body.indent}raise _Refusal("not_found", {_literal(message)} + repr({shown}))')
         self.body.close()
         self.body.do(_call("found.extend", _Code("matched")))
-        self.body.close()
 
     def _refuse_repeat(self, key: str, f: FieldSpec, value: _Code) -> None:
         """Refuse an item whose unique `f` an earlier item of the batch already has."""
