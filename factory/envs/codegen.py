@@ -725,6 +725,15 @@ class _ToolWriter:
         if status:
             self.body.do(_call("_check_open", CURRENT, self.entity.name, status, closed))
 
+    def _complete_record(self, settable: set[str]) -> None:
+        """A new `record` gets the defaults of the fields no parameter sets, then its key."""
+        defaults = create_defaults(self.entity, settable)
+        if defaults:
+            self.body.do(_call("_fill_defaults", RECORD, defaults))
+        integer_key = self.fields[self.pk].type == "integer"
+        prefix = None if integer_key else (self.entity.id_prefix or f"{self.entity.name[:3]}_")
+        self.body.do(_call("_assign_key", DB, self.table, RECORD, prefix))
+
     def _unique_together(self) -> None:
         for rule in self.entity.rules:
             names = tuple(n for n in (rule.fields or []) if n in self.fields)
@@ -789,12 +798,7 @@ class _ToolWriter:
         self.body.let(
             "record", {f.name: self.v(by_field[f.name]) if f.name in by_field else None for f in self.fields.values()}
         )
-        defaults = create_defaults(self.entity, set(by_field))
-        if defaults:
-            self.body.do(_call("_fill_defaults", RECORD, defaults))
-        integer_key = self.fields[self.pk].type == "integer"
-        prefix = None if integer_key else (self.entity.id_prefix or f"{self.entity.name[:3]}_")
-        self.body.do(_call("_assign_key", DB, self.table, RECORD, prefix))
+        self._complete_record(set(by_field))
         self._unique_together()
         supplies = consumed_supplies(self.spec.entities, self.entity)
         self._check_supplies(supplies)
@@ -921,12 +925,7 @@ class _ToolWriter:
         self.body.do(_call("records.append", {name: by_field.get(name) for name in self.fields}))
         self.body.close()
         self.body.open("for record in records:")
-        defaults = create_defaults(self.entity, set(by_field))
-        if defaults:
-            self.body.do(_call("_fill_defaults", RECORD, defaults))
-        integer_key = self.fields[self.pk].type == "integer"
-        prefix = None if integer_key else (self.entity.id_prefix or f"{self.entity.name[:3]}_")
-        self.body.do(_call("_assign_key", DB, self.table, RECORD, prefix))
+        self._complete_record(set(by_field))
         stamps = {n: self.fields[n].type for n in timestamp_fields(self.entity)}
         if stamps:
             self.body.do(_call("_stamp", DB, self.table, RECORD, stamps, only_missing=True))
