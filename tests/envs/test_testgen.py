@@ -27,6 +27,16 @@ from factory.sandbox.schema import compile_schema
 from .conftest import load_state, shop_rows, shop_spec
 
 
+def call_in_process(ns: dict[str, Any], case: TestCase, state: Any) -> ToolResult:
+    """The case's call on the exec'd tools in `ns`, as the runtime would report it."""
+    try:
+        value = ns[case.tool](state, **case.args)
+    except Exception as e:
+        return ToolResult(ok=False, error=ToolError(code="tool_exception", message=repr(e)))
+    error = value.get("error") if isinstance(value, dict) else None
+    return ToolResult(ok=False, error=ToolError(**error)) if error else ToolResult(ok=True, value=value)
+
+
 def run_in_process(source: str, backend: str, cases: list[TestCase], tmp: Path) -> dict[str, str]:
     """Each case in a fresh state with the given tools.py source; case name -> why it failed."""
     ns: dict[str, Any] = {}
@@ -34,12 +44,7 @@ def run_in_process(source: str, backend: str, cases: list[TestCase], tmp: Path) 
     failures = {}
     for i, case in enumerate(cases):
         state = load_state(shop_spec(backend), shop_rows(), tmp / f"s{i}")
-        try:
-            value = ns[case.tool](state, **case.args)
-            error = value.get("error") if isinstance(value, dict) else None
-            result = ToolResult(ok=False, error=ToolError(**error)) if error else ToolResult(ok=True, value=value)
-        except Exception as e:
-            result = ToolResult(ok=False, error=ToolError(code="tool_exception", message=repr(e)))
+        result = call_in_process(ns, case, state)
         why = check_case(case, result, _snapshot(backend, state))
         if why:
             failures[case.name] = why
@@ -256,12 +261,7 @@ def run_vault(source: str, backend: str, cases: list[TestCase], tmp: Path) -> di
             result = ToolResult(ok=False, error=ToolError(code="invalid_arguments", message=refused))
         else:
             state = load_state(spec, vault_rows(), tmp / f"s{i}")
-            try:
-                value = ns[case.tool](state, **case.args)
-                error = value.get("error") if isinstance(value, dict) else None
-                result = ToolResult(ok=False, error=ToolError(**error)) if error else ToolResult(ok=True, value=value)
-            except Exception as e:
-                result = ToolResult(ok=False, error=ToolError(code="tool_exception", message=repr(e)))
+            result = call_in_process(ns, case, state)
         if why := check_case(case, result, None):
             failures[case.name] = why
     return failures
