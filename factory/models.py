@@ -7,7 +7,7 @@ small derived helpers.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -39,7 +39,22 @@ OperationKind = Literal["list", "get", "search", "create", "update", "delete", "
 ActionKind = Literal["increment", "decrement", "transition", "transfer"]
 
 
-class ToolOperation(Model):
+class _OmitsUnset(Model):
+    """A model whose newer optional fields are left out of its dump while unset, so specs that do not use
+    them keep their bytes (and their content hashes)."""
+
+    omitted_when_none: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for name in self.omitted_when_none:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+
+class ToolOperation(_OmitsUnset):
     """What a tool does to which entity; the offline generator writes code from this.
 
     Semantics (the contract between entity inference and code generation):
@@ -84,17 +99,10 @@ class ToolOperation(Model):
     batch_param: str | None = None  # the array parameter a batch tool takes its items in, as declared
     key_field: str | None = None  # the field a batch get/delete names rows by (`name`), None: the primary key
 
-    @model_serializer(mode="wrap")
-    def _omit_single(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Single-item operations dump as before, so specs without batch tools keep their bytes."""
-        data = handler(self)
-        for name in ("batch_param", "key_field"):
-            if data.get(name) is None:
-                data.pop(name, None)
-        return data
+    omitted_when_none = ("batch_param", "key_field")  # single-item operations dump as before
 
 
-class ToolSpec(Model):
+class ToolSpec(_OmitsUnset):
     """One tool as an MCP server or API offers it."""
 
     name: str
@@ -107,13 +115,7 @@ class ToolSpec(Model):
     # outrank guesses from the name; None when the source states none, so "read-only" and "not stated" differ.
     annotations: dict[str, Any] | None = None
 
-    @model_serializer(mode="wrap")
-    def _omit_unstated(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Tools without annotations dump as before, so specs of other sources keep their bytes."""
-        data = handler(self)
-        if self.annotations is None:
-            data.pop("annotations", None)
-        return data
+    omitted_when_none = ("annotations",)  # tools of sources without annotations dump as before
 
 
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime"]
