@@ -155,12 +155,13 @@ def _tool_reports(
         failures = []
         checked = invalid = 0
         for case, result, snapshot in pairs:
-            why = check_case(case, result, snapshot, output)
+            broken = output.problem(result.value) if output is not None and result.ok else None
+            checked += output is not None and result.ok
+            invalid += broken is not None
+            # a result already found valid is not validated again
+            why = check_case(case, result, snapshot, output if broken is not None else None)
             if why is not None:
                 failures.append(f"{case.name or case.tool}: {why}")
-            if output is not None and result.ok:
-                checked += 1
-                invalid += output.problem(result.value) is not None
         passed = len(pairs) - len(failures)
         accuracy = passed / len(pairs)
         reports[name] = ToolReport(
