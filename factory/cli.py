@@ -42,9 +42,12 @@ def topics_cmd(
     ] = None,
 ) -> None:
     """List the bundled catalog's topics (or those of a source file)."""
-    from factory.topics import load_catalog, load_source
+    from factory.topics import SourceError, load_catalog, load_source
 
-    topics = load_source(source) if source else load_catalog()
+    try:
+        topics = load_source(source) if source else load_catalog()
+    except SourceError as e:
+        fail(str(e), 2)
     for t in topics:
         typer.echo(f"{t.id:32} {len(t.tools):3} tools  {t.title}")
     typer.echo(f"{len(topics)} topics", err=True)

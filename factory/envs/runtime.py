@@ -69,11 +69,13 @@ class Environment:
 
     @classmethod
     def open(cls, path: str | Path, pool: SandboxPool | None = None, limits: Limits | None = None) -> Environment:
-        """Read the bundle and import its tools.py in the sandbox; EnvironmentLoadError says what is wrong."""
+        """Read the bundle, check its state files and import its tools.py in the sandbox; EnvironmentLoadError
+        says what is wrong."""
         try:
             bundle = Bundle.open(path)
             spec = bundle.spec
             source = bundle.tools_source
+            bundle.check_state()
         except BundleError as e:
             raise EnvironmentLoadError(str(e)) from e
         try:

@@ -3,11 +3,14 @@
 A schema is compiled once per tool into nested closures, so a call pays a few dict look-ups, not a
 schema walk. Covered: type (and lists of types), properties, required, additionalProperties (false at
 the top level unless the schema allows more), enum, const, numeric bounds, string and array sizes,
-pattern, items, anyOf/oneOf/allOf. Every string is capped, so a 10 MB argument never leaves the parent.
+pattern, items, anyOf/oneOf/allOf. Every string is capped, so a 10 MB argument never leaves the parent, and
+every number is finite: JSON parsers read `1e999` and `Infinity` as inf, which passes `minimum: 0`, lands in
+the state and comes back as a value no JSON client can read.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +20,7 @@ Check = Callable[[Any, str], str | None]  # (value, argument path) -> problem or
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "number": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and math.isfinite(v)),
     "boolean": lambda v: isinstance(v, bool),
     "array": lambda v: isinstance(v, list),
     "object": lambda v: isinstance(v, dict),
@@ -26,6 +29,8 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 
 
 def _type_name(v: Any) -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"the non-finite number {v}"
     for name in ("boolean", "integer", "number", "string", "array", "object", "null"):
         if _TYPES[name](v):
             return name
@@ -42,7 +47,9 @@ def _json_like(max_chars: int) -> Check:
                 if len(v) > max_chars
                 else None
             )
-        if v is None or isinstance(v, bool | int | float):
+        if isinstance(v, float):
+            return None if math.isfinite(v) else _not_finite(v, path)
+        if v is None or isinstance(v, bool | int):
             return None
         if isinstance(v, list):
             for i, item in enumerate(v):
@@ -61,6 +68,15 @@ def _json_like(max_chars: int) -> Check:
     return check
 
 
+def _not_finite(v: float, path: str) -> str:
+    return f"argument {path!r} must be a finite number, got {v}"
+
+
+def _finite_check(v: Any, path: str) -> str | None:
+    """Where no type is declared: the type checks refuse non-finite numbers, this stands in for them."""
+    return _not_finite(v, path) if isinstance(v, float) and not math.isfinite(v) else None
+
+
 def _compile(schema: Any, max_chars: int, top: bool) -> Check:
     if not isinstance(schema, dict) or not schema:
         return _json_like(max_chars)
@@ -70,6 +86,8 @@ def _compile(schema: Any, max_chars: int, top: bool) -> Check:
     preds = [_TYPES[n] for n in names if n in _TYPES]
     if preds:
         checks.append(_type_check(preds, " or ".join(names)))
+    else:
+        checks.append(_finite_check)
     if "enum" in schema:
         allowed = list(schema["enum"])
 
@@ -85,9 +103,9 @@ def _compile(schema: Any, max_chars: int, top: bool) -> Check:
     checks.extend(_bounds(schema))
     if not preds or "string" in names:  # a type check without "string" already refuses strings
         checks.append(_string_check(schema, max_chars))
-    if "items" in schema or "minItems" in schema or "maxItems" in schema:
+    if "items" in schema or "minItems" in schema or "maxItems" in schema or "array" in names:
         checks.append(_array_check(schema, max_chars))
-    if "properties" in schema or "required" in schema or top or "additionalProperties" in schema:
+    if "properties" in schema or "required" in schema or top or "additionalProperties" in schema or "object" in names:
         checks.append(_object_check(schema, max_chars, top))
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):

@@ -1,0 +1,103 @@
+"""Non-finite numbers (`1e999`, `Infinity`, `NaN`, which Python's JSON parser reads as floats) are invalid
+arguments: refused before the tool runs, the state left as it was."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from factory.cli import app
+from factory.envs.runtime import Environment
+from factory.models import EnvSpec, ToolSpec
+from factory.sandbox import Limits, SandboxPool, compile_schema
+
+PRICE = {"type": "number", "minimum": 0}
+NON_FINITE = ["1e999", "-1e999", "Infinity", "-Infinity", "NaN"]
+
+TOOLS_PY = """
+def set_price(state, product_id, price, extra=None):
+    state.execute("UPDATE products SET price = ? WHERE id = ?", [price, product_id])
+    return {"id": product_id, "price": price}
+"""
+
+
+@pytest.mark.parametrize("literal", NON_FINITE)
+@pytest.mark.parametrize(
+    ("schema", "args", "where"),
+    [
+        ({"type": "object", "properties": {"price": PRICE}}, '{"price": %s}', "'price'"),
+        ({"type": "object", "properties": {"price": {"type": ["number", "null"]}}}, '{"price": %s}', "'price'"),
+        ({"type": "object", "properties": {"price": {"minimum": 0}}}, '{"price": %s}', "'price'"),
+        ({"type": "object", "properties": {"meta": {}}}, '{"meta": {"rates": [1, %s]}}', "'meta.rates[1]'"),
+        ({"type": "object", "properties": {"meta": {"type": "object"}}}, '{"meta": {"x": %s}}', "'meta.x'"),
+        ({"type": "object", "properties": {"xs": {"type": "array"}}}, '{"xs": [%s]}', "'xs[0]'"),
+        ({"type": "object", "additionalProperties": True}, '{"anything": %s}', "'anything'"),
+    ],
+)
+def test_schema_refuses_non_finite_numbers(schema, args, where, literal):
+    validate = compile_schema(schema)
+    problem = validate(json.loads(args % literal))
+    assert problem is not None and where in problem and "finite number" in problem
+    assert validate(json.loads(args % "12.5")) is None
+
+
+def price_bundle(root: Path) -> Path:
+    out = root / "prices"
+    out.mkdir()
+    spec = EnvSpec(
+        id="prices",
+        title="Prices",
+        topic_id="prices",
+        description="Products with prices (test fixture).",
+        tools=[
+            ToolSpec(
+                name="set_price",
+                description="set a product's price",
+                parameters={
+                    "type": "object",
+                    "properties": {"product_id": {"type": "integer"}, "price": PRICE, "extra": {}},
+                    "required": ["product_id", "price"],
+                },
+                mutates=True,
+            )
+        ],
+    )
+    (out / "env.json").write_text(spec.model_dump_json())
+    (out / "tools.py").write_text(TOOLS_PY)
+    with sqlite3.connect(out / "seed.sqlite") as con:
+        con.execute("CREATE TABLE products (id INTEGER PRIMARY KEY, price REAL NOT NULL)")
+        con.execute("INSERT INTO products VALUES (1, 9.5)")
+    con.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def prices(tmp_path_factory):
+    pool = SandboxPool(size=1, limits=Limits(timeout_s=2.0, cpu_s=2, memory_bytes=1 << 30, grace_s=0.5))
+    with Environment.open(price_bundle(tmp_path_factory.mktemp("b")), pool=pool) as env:
+        yield env
+    pool.close()
+
+
+@pytest.mark.parametrize("literal", NON_FINITE)
+@pytest.mark.parametrize("args", ['{"product_id": 1, "price": %s}', '{"product_id": 1, "price": 3, "extra": [%s]}'])
+def test_runtime_refuses_non_finite_arguments_and_keeps_the_state(prices, args, literal):
+    with prices.session() as s:
+        before = s.snapshot()
+        r = s.call("set_price", json.loads(args % literal))
+        assert not r.ok and r.error.code == "invalid_arguments" and "finite number" in r.error.message
+        assert s.snapshot() == before
+        assert s.call("set_price", {"product_id": 1, "price": 12.5}).ok
+        assert s.snapshot().tables["products"] == [{"id": 1, "price": 12.5}]
+
+
+def test_cli_call_refuses_infinity(tmp_path):
+    bundle = price_bundle(tmp_path)
+    result = CliRunner().invoke(app, ["call", str(bundle), "set_price", "--args", '{"product_id": 1, "price": 1e999}'])
+    assert result.exit_code == 1, result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "invalid_arguments" and "'price' must be number" in error["message"]
