@@ -1,5 +1,10 @@
 """`factory run`: discovery, then the build and tasks jobs of every category (or the ones named), all in
-this process through Dagster's own API, recorded in the instance under FACTORY_HOME so the UI shows them."""
+this process through Dagster's own API, recorded in the instance under FACTORY_HOME so the UI shows them.
+
+One writer at a time: the run holds FACTORY_HOME's lock from before the instance opens until it closes, so
+a second run waits (or refuses) instead of creating the instance's schemas at the same time. Holding the
+lock also means every run an earlier `factory run` left in progress is dead: those are marked failed.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.events import RunFailureReason
 
+from factory.home_lock import DEFAULT_WAIT_S, clean_sandbox_leftovers, home_lock
 from factory.pipeline.artifacts import load_taxonomy
 from factory.pipeline.registry import CATEGORY_GROUPS
 from factory.store import Store
@@ -19,6 +26,24 @@ PROJECT_DAGSTER_YAML = Path(__file__).resolve().parents[1] / "dagster.yaml"
 FAILURE_LINES = 25
 # The terminal shows the stages' progress lines; Dagster's own step events stay in the UI.
 LOG_CONFIG = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+# Every run `factory run` starts carries these tags; the pid names the process in the UI.
+WRITER_TAG = "factory/writer"
+PID_TAG = "factory/pid"
+NOT_FINISHED = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A signal stopped a job mid-run; Dagster has recorded that run as failed and no later job starts."""
+
+    def __init__(self, run_id: str):
+        super().__init__(run_id)
+        self.run_id = run_id
 
 
 @dataclass
@@ -47,48 +72,101 @@ def run_factory(
     *,
     categories: Sequence[str] = (),
     echo: Callable[[str], None] = print,
+    wait_s: float = DEFAULT_WAIT_S,
 ) -> RunSummary:
-    """Run discovery, then each category's build and tasks jobs; a failed category does not stop the others."""
+    """Run discovery, then each category's build and tasks jobs; a failed category does not stop the others.
+
+    Waits up to `wait_s` for another writer of the same home, then raises `HomeLocked`.
+    """
+    with home_lock(store.home, wait_s=wait_s, on_wait=echo) as holder:
+        start = time.monotonic()
+        if removed := clean_sandbox_leftovers(store.home):
+            echo(f"removed {removed} sandbox directories left by a killed run")
+        with dg.DagsterInstance.from_config(str(prepare_dagster_home(store))) as instance:
+            killed = "the `factory run` that started it was killed"
+            for run_id in fail_unfinished_runs(instance, killed):
+                echo(f"marked run {run_id} failed: {killed}")
+            tags = {WRITER_TAG: "run", PID_TAG: str(holder.pid)}
+            try:
+                summary = _run_jobs(instance, store, categories, echo, tags)
+            except KeyboardInterrupt:  # a signal outside Dagster's own handling (e.g. while a run starts)
+                fail_unfinished_runs(instance, "`factory run` was interrupted by a signal", tags)
+                raise
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def fail_unfinished_runs(instance: dg.DagsterInstance, reason: str, tags: dict[str, str] | None = None) -> list[str]:
+    """Mark failed the runs of `factory run` (those with `tags`, default: any) that never finished.
+
+    Call it holding the home's lock: then no other `factory run` is alive, so its unfinished runs are dead.
+    Only runs `factory run` tagged: runs the UI or Dagster's CLI launched have their own process to watch.
+    """
+    runs = instance.get_runs(dg.RunsFilter(statuses=NOT_FINISHED, tags=tags or {WRITER_TAG: "run"}))
+    for run in runs:
+        instance.report_run_failed(run, f"{reason} (pid {run.tags.get(PID_TAG, '?')})")
+    return [run.run_id for run in runs]
+
+
+def _run_jobs(
+    instance: dg.DagsterInstance,
+    store: Store,
+    categories: Sequence[str],
+    echo: Callable[[str], None],
+    tags: dict[str, str],
+) -> RunSummary:
     from assets.definitions import defs
     from assets.jobs import job_name
     from resources import StoreResource, default_resources
 
-    start = time.monotonic()
     summary = RunSummary()
     resources = {**default_resources(), "store": StoreResource(home=str(store.home))}
-    with dg.DagsterInstance.from_config(str(prepare_dagster_home(store))) as instance:
 
-        def execute(job: str, partition: str | None = None) -> str | None:
-            result = defs.resolve_job_def(job_name(job)).execute_in_process(
-                instance=instance,
-                partition_key=partition,
-                resources=resources,
-                run_config=LOG_CONFIG,
-                raise_on_error=False,
-            )
-            return None if result.success else _failure(result)
+    def execute(job: str, partition: str | None = None) -> str | None:
+        result = defs.resolve_job_def(job_name(job)).execute_in_process(
+            instance=instance,
+            partition_key=partition,
+            resources=resources,
+            run_config=LOG_CONFIG,
+            tags=tags,
+            raise_on_error=False,
+        )
+        if result.success:
+            return None
+        if _interrupted(result):
+            raise RunInterrupted(result.run_id)
+        return _failure(result)
 
-        echo("[discovery] materializing topics, taxonomy")
-        failure = execute("discovery")
-        if failure:
-            summary.failed["discovery"] = failure
-            echo(f"  failed:\n{failure}")
-        else:
-            known = load_taxonomy(store).categories()
-            unknown = sorted(set(categories) - set(known))
-            if unknown:
-                raise KeyError(f"unknown categories: {', '.join(unknown)} (known: {', '.join(known)})")
-            summary.categories = list(categories) or known
-            for i, category in enumerate(summary.categories, 1):
-                echo(f"[{i}/{len(summary.categories)} categories] {category}")
-                for job in CATEGORY_GROUPS:
-                    failure = execute(job, category)
-                    if failure:
-                        summary.failed[category] = f"{job} failed"
-                        echo(f"  {job} failed:\n{failure}")
-                        break
-    summary.seconds = time.monotonic() - start
+    echo("[discovery] materializing topics, taxonomy")
+    failure = execute("discovery")
+    if failure:
+        summary.failed["discovery"] = failure
+        echo(f"  failed:\n{failure}")
+        return summary
+    known = load_taxonomy(store).categories()
+    unknown = sorted(set(categories) - set(known))
+    if unknown:
+        raise KeyError(f"unknown categories: {', '.join(unknown)} (known: {', '.join(known)})")
+    summary.categories = list(categories) or known
+    for i, category in enumerate(summary.categories, 1):
+        echo(f"[{i}/{len(summary.categories)} categories] {category}")
+        for job in CATEGORY_GROUPS:
+            failure = execute(job, category)
+            if failure:
+                summary.failed[category] = f"{job} failed"
+                echo(f"  {job} failed:\n{failure}")
+                break
     return summary
+
+
+def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """Whether the run failed because a signal interrupted it (Dagster then records it failed itself)."""
+    return any(
+        event.is_run_failure
+        and event.job_failure_data is not None
+        and event.job_failure_data.failure_reason == RunFailureReason.UNEXPECTED_TERMINATION
+        for event in result.all_events
+    )
 
 
 def _failure(result: dg.ExecuteInProcessResult) -> str:
