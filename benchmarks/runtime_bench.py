@@ -11,19 +11,24 @@ server); children inherit the affinity, so client and server share that core on 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 from pydantic import BaseModel, Field
 
-from benchmarks.awm_baseline.instance import AwmInstance, ReusedSession, call_fresh
+from benchmarks.awm_baseline.instance import REPO_ROOT, AwmInstance, ReusedSession, call_fresh
+from benchmarks.mcp_load import LoadResult, McpSession, open_idle_sessions, run_async, run_load
 from benchmarks.measure import (
     Memory,
     machine_info,
@@ -61,6 +66,11 @@ class RuntimeBenchConfig(BaseModel):
     sessions: int = 1000
     baseline_starts: int = 3
     cpu: int | None = None  # the core to pin to; default: the highest one allowed
+    mcp_sessions: list[int] = Field(default_factory=lambda: [100, 1000])
+    mcp_calls: int = 6000  # per load, spread over its sessions (at least 2 calls each)
+    baseline_mcp_sessions: int = 100
+    mcp_idle_sessions: int = 500
+    mcp_cores: int = 2  # server(s) and load generator share this many cores, as on a 2-core machine
 
     @classmethod
     def quick(cls) -> RuntimeBenchConfig:
@@ -76,6 +86,10 @@ class RuntimeBenchConfig(BaseModel):
             baseline_resets=2,
             sessions=20,
             baseline_starts=1,
+            mcp_sessions=[5, 20],
+            mcp_calls=100,
+            baseline_mcp_sessions=5,
+            mcp_idle_sessions=10,
         )
 
 
@@ -391,6 +405,144 @@ def measure_baseline_start(bundle_dir: Path, probe: ReadProbe, cfg: RuntimeBench
     return {"baseline_start_ms": round(median(times), 1), "baseline_start_ms_each": [round(t, 1) for t in times]}
 
 
+# --- MCP serving: `factory serve --http` next to the AWM-style server, same load generator -------------
+
+
+@contextlib.contextmanager
+def pinned_to_cores(n: int) -> Iterator[list[int]]:
+    """This process and the servers it starts meanwhile on the `n` lowest allowed cores (restored after)."""
+    before = os.sched_getaffinity(0)
+    cores = sorted(before)[:n]
+    os.sched_setaffinity(0, cores)
+    try:
+        yield cores
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def factory_serve(bundle_dir: Path, log: Path) -> Iterator[tuple[str, int]]:
+    """`factory serve BUNDLE --http` in its own process, with its default limits; yields (url, pid)."""
+    port = _free_port()
+    factory = Path(sys.executable).with_name("factory")
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [str(factory), "serve", str(bundle_dir), "--http", f"127.0.0.1:{port}"],
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def first_answer(url: str, probe: ReadProbe, what: str, timeout_s: float = 60.0) -> Any:
+    """Poll until the server answers the probe over MCP (it is still starting before that)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            session = await McpSession.open(url)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not answer within {timeout_s:g}s") from None
+            await anyio.sleep(0.05)
+            continue
+        try:
+            return await session.call_tool(probe.tool, probe.args)
+        finally:
+            await session.close()
+
+
+def _loads(
+    url: str, pid: int, probe: ReadProbe, expect: Any, sizes: list[int], cfg: RuntimeBenchConfig
+) -> list[LoadResult]:
+    workers = [p for p in process_tree(pid) if p != pid]
+    warm = run_async(run_load(url, probe.tool, probe.args, min(sizes), 5, expect, [pid], workers))
+    if warm.failed_calls:
+        raise RuntimeError(f"warm-up calls failed: {warm.first_error}")
+    return [
+        run_async(run_load(url, probe.tool, probe.args, n, max(2, cfg.mcp_calls // n), expect, [pid], workers))
+        for n in sizes
+    ]
+
+
+def _idle_rss_kb(url: str, pid: int, probe: ReadProbe, count: int) -> float:
+    """RSS (server + its workers) added per session that made one call and then sat idle."""
+
+    async def hold() -> float:
+        before = _rss_kb(pid)
+        sessions = await open_idle_sessions(url, count, probe.tool, probe.args)
+        await anyio.sleep(0.5)
+        after = _rss_kb(pid)
+        for session in sessions:
+            await session.close()
+        return (after - before) / count
+
+    return run_async(hold())
+
+
+def _rss_kb(pid: int) -> int:
+    """VmRSS of `pid` and its descendants, in kB (memory_of rounds to 0.1 MB, too coarse per session)."""
+    total = 0
+    for p in process_tree(pid):
+        with contextlib.suppress(OSError):
+            status = Path(f"/proc/{p}/status").read_text()
+            total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return total
+
+
+def _load_keys(prefix: str, loads: list[LoadResult]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for load in loads:
+        out[f"{prefix}_p50_ms_{load.sessions}_sessions"] = load.p50_ms
+        out[f"{prefix}_p99_ms_{load.sessions}_sessions"] = load.p99_ms
+        out[f"{prefix}_calls_per_s_{load.sessions}_sessions"] = load.calls_per_s
+    calls = sum(load.calls for load in loads)
+    out[f"{prefix}_server_cpu_ms_per_call"] = round(1000 * sum(load.server_cpu_s for load in loads) / calls, 3)
+    out[f"{prefix}_workers_cpu_ms_per_call"] = round(1000 * sum(load.workers_cpu_s for load in loads) / calls, 3)
+    out[f"{prefix}_failed_calls"] = sum(load.failed_calls for load in loads)
+    out[f"{prefix}_loads"] = [load.model_dump() for load in loads]
+    return out
+
+
+def measure_mcp_serving(bundle_dir: Path, probe: ReadProbe, cfg: RuntimeBenchConfig, work: Path) -> dict[str, Any]:
+    """Both MCP servers, one after the other, each in its own process, under the same load generator."""
+    out: dict[str, Any] = {}
+    with pinned_to_cores(cfg.mcp_cores) as cores:
+        out["mcp_cores"] = cores
+        with factory_serve(bundle_dir, work / "factory-serve.log") as (url, pid):
+            expect = run_async(first_answer(url, probe, "factory serve"))
+            # first, while no load has grown the heaps: freed memory would otherwise hide the sessions' own
+            out["mcp_rss_kb_per_idle_session"] = round(_idle_rss_kb(url, pid, probe, cfg.mcp_idle_sessions), 1)
+            ours = _loads(url, pid, probe, expect, sorted({cfg.baseline_mcp_sessions, *cfg.mcp_sessions}), cfg)
+        inst = AwmInstance(bundle_dir, work / "awm-mcp")
+        inst.start()
+        try:
+            run_async(first_answer(inst.url, probe, "the baseline server"))
+            baseline = _loads(inst.url, inst.pid, probe, expect, [cfg.baseline_mcp_sessions], cfg)
+        finally:
+            inst.remove()
+    out |= _load_keys("mcp", ours) | _load_keys("baseline_mcp", baseline)
+    out["mcp_calls_per_s"] = out[f"mcp_calls_per_s_{cfg.baseline_mcp_sessions}_sessions"]
+    out["baseline_mcp_calls_per_s"] = baseline[0].calls_per_s
+    out["mcp_ratio_vs_baseline"] = round(out["mcp_calls_per_s"] / out["baseline_mcp_calls_per_s"], 1)
+    return out
+
+
 # --- the run -------------------------------------------------------------------------------------------
 
 
@@ -400,6 +552,7 @@ def _target(value: float, limit: float, at_least: bool, text: str) -> dict[str, 
 
 
 def targets(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    big = max(r["config"]["mcp_sessions"])
     return {
         "calls_per_s": _target(r["calls_per_s"], 5000, True, ">= 5000 calls/s on one core"),
         "calls_vs_raw_sqlite": _target(
@@ -412,6 +565,15 @@ def targets(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
             r["rss_mb_1000_sessions"], 4096, False, f"{r['sessions']} sessions <= 4 GB (RSS sum, counts shared pages)"
         ),
         "first_call_ms": _target(r["first_call_ms"], 300, False, "first call on a new environment <= 300 ms"),
+        "mcp_vs_baseline": _target(
+            r["mcp_ratio_vs_baseline"], 10, True, ">= 10x the baseline's calls/s over MCP, same load generator"
+        ),
+        "mcp_server_cpu_ms_per_call": _target(
+            r["mcp_server_cpu_ms_per_call"], 1.0, False, "MCP server process CPU <= 1 ms per tool call"
+        ),
+        f"mcp_p99_ms_{big}_sessions": _target(
+            r[f"mcp_p99_ms_{big}_sessions"], 2000, False, f"p99 per call < 2 s at {big} concurrent MCP sessions"
+        ),
     }
 
 
@@ -449,6 +611,7 @@ def _run(cfg: RuntimeBenchConfig, machine: dict[str, Any], work: Path) -> dict[s
     r.update(measure_sessions(main_dir, probe, cfg))
     r.update(measure_first_call(new_dirs))
     r.update(measure_baseline_start(main_dir, probe, cfg, work))
+    r.update(measure_mcp_serving(main_dir, probe, cfg, work))
 
     base_mem: Memory = r.pop("baseline_server_memory")
     r["baseline_rss_mb_per_instance"] = base_mem.rss_mb
@@ -492,4 +655,14 @@ METHOD = {
     "first_call": "warm default pool; Environment.open of a bundle not loaded before + session + first read "
     "call; the max over `new_env_topics`. baseline_start_ms: server process start to the first tool answer "
     "over MCP, database file already built (median of `baseline_starts`).",
+    "mcp_serving": "`factory serve BUNDLE --http` (its default limits, 2-worker pool) and the baseline server, each "
+    "in its own process, one after the other, with the load generator (benchmarks/mcp_load.py: raw asyncio "
+    "HTTP/1.1, one keep-alive connection and one initialize-handshake session per simulated rollout) pinned with "
+    "them to `mcp_cores` cores. Per load: all sessions opened first, then each calls the read tool "
+    "`mcp_calls / sessions` times back to back, all at once; every answer is checked against the first. "
+    "calls/s = calls / wall time of that phase; latencies per call; server CPU = utime+stime (/proc/PID/stat) "
+    "of the server process over the phase / calls (its sandbox workers apart). mcp_calls_per_s and "
+    "baseline_mcp_calls_per_s are at `baseline_mcp_sessions` sessions. Idle RSS (measured first, on the fresh "
+    "server): RSS of the server and its workers after `mcp_idle_sessions` sessions made one call each and sat "
+    "idle, minus before, per session.",
 }

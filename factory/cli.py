@@ -140,14 +140,27 @@ def call_cmd(
 def serve_cmd(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
     http: Annotated[str | None, typer.Option(help="Serve streamable HTTP on HOST:PORT instead of stdio.")] = None,
+    idle_timeout: Annotated[
+        float,
+        typer.Option(help="HTTP: end a session (and free its state) after this many seconds without a request."),
+    ] = 300.0,
+    max_sessions: Annotated[
+        int, typer.Option(help="HTTP: refuse new sessions (HTTP 503) while this many are open.")
+    ] = 2000,
 ) -> None:
     """Serve one environment over MCP (stdio, or streamable HTTP). One MCP session = one env session."""
+    import math
+
     from factory.envs.bundle import BundleError
-    from factory.envs.mcp_server import serve
+    from factory.envs.mcp_server import ServingLimits, serve
     from factory.envs.runtime import EnvironmentLoadError
 
+    if not (math.isfinite(idle_timeout) and idle_timeout > 0):
+        fail(f"--idle-timeout must be a positive number of seconds, not {idle_timeout:g}", 2)
+    if max_sessions <= 0:
+        fail(f"--max-sessions must be a positive number of sessions, not {max_sessions}", 2)
     try:
-        serve(bundle, http=http)
+        serve(bundle, http=http, limits=ServingLimits(idle_timeout_s=idle_timeout, max_sessions=max_sessions))
     except (BundleError, EnvironmentLoadError) as e:
         fail(str(e), 2)
 

@@ -11,6 +11,12 @@ versions in `server/discover`, which makes `mode="auto"` clients fall back to th
 and its `Mcp-Session-Id`; a tool call that still arrives without a session is refused with a clear
 error rather than run against state that would vanish. Over stdio the process is the session, so
 both eras are served.
+
+At RL scale rollouts abandon sessions, so HTTP serving bounds them: a session with no request in flight
+for `idle_timeout_s` is ended (its environment session closed), and past `max_sessions` open sessions a
+new one is refused with HTTP 503 and a JSON-RPC error naming the limit. Replies are plain JSON rather
+than a one-event SSE stream (the SDK's SSE path about doubles the server CPU per call), and the SDK's
+session manager is served without a Starlette router around it.
 """
 
 from __future__ import annotations
@@ -28,8 +34,13 @@ import mcp_types as types
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp_types import JSONRPCError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from factory.envs.bundle import Bundle
 from factory.envs.runtime import Environment, Session
@@ -37,8 +48,15 @@ from factory.models import EnvSpec, ToolError, ToolResult, ToolSpec
 
 # Calls run in threads (the runtime is synchronous); enough for many concurrent sessions.
 CALL_THREADS = 64
+# An abandoned rollout's state is freed after this long without a request (the SDK's default is 30 min).
+DEFAULT_IDLE_TIMEOUT_S = 300.0
+# Open sessions one server holds at most (the SDK's default, 10 000, is more state than a 2-worker pool serves).
+DEFAULT_MAX_SESSIONS = 2000
+# A rollout's connection idles while its model thinks; uvicorn's 5 s default would reconnect it between most calls.
+KEEP_ALIVE_S = 60
 _SESSION_KEY = "factory.env_session"
 _LOCK_KEY = "factory.env_session_lock"
+_SESSION_HEADER = b"mcp-session-id"
 
 
 def mcp_tools(spec: EnvSpec, kept: list[str] | None = None) -> list[types.Tool]:
@@ -263,17 +281,124 @@ async def serve_stdio(env: Environment, spec: EnvSpec, kept: list[str] | None) -
         await binding.close()
 
 
-def serve_http(env: Environment, spec: EnvSpec, kept: list[str] | None, host: str, port: int) -> None:
+class ServingLimits(BaseModel):
+    """How many HTTP sessions a server holds and how long an idle one lives (`factory serve` options)."""
+
+    idle_timeout_s: float = Field(default=DEFAULT_IDLE_TIMEOUT_S, gt=0, allow_inf_nan=False)
+    max_sessions: int = Field(default=DEFAULT_MAX_SESSIONS, gt=0)
+
+
+def http_app(
+    env: Environment, spec: EnvSpec, kept: list[str] | None, host: str, limits: ServingLimits | None = None
+) -> ASGIApp:
+    """The streamable HTTP app of one environment (at /mcp), with its session limits applied."""
+    limits = limits or ServingLimits()
+    server = build_server(env, spec, SessionBinding(env, process=False), kept)
+    server.middleware = []  # the SDK's OpenTelemetry span per message: no exporter here, ~0.2 ms of CPU per call
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        json_response=True,
+        security_settings=_local_only(host),
+        session_idle_timeout=limits.idle_timeout_s,
+        max_sessions=limits.max_sessions,
+    )
+    return _McpApp(manager, limits)
+
+
+def _local_only(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection on a loopback address, as the SDK's `streamable_http_app` sets it up."""
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+class _McpApp:
+    """The SDK's session manager at /mcp, without a Starlette router and middleware stack around it (~0.2 ms per call).
+
+    Requests that open a session (no `Mcp-Session-Id`) are watched for the SDK's bare "Too many open sessions"
+    (503), which is rewritten so the refused client learns the limit and the way out.
+    """
+
+    def __init__(self, manager: StreamableHTTPSessionManager, limits: ServingLimits):
+        self.manager = manager
+        self.refusal = JSONRPCError(
+            jsonrpc="2.0",
+            id=None,
+            error=types.ErrorData(
+                code=types.INTERNAL_ERROR,
+                message=f"too many open sessions: this server holds at most {limits.max_sessions} "
+                "(factory serve --max-sessions); end a session (HTTP DELETE) or wait for idle ones to expire "
+                f"after {limits.idle_timeout_s:g} s (--idle-timeout)",
+            ),
+        ).model_dump_json(by_alias=True, exclude_unset=True)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] != "http" or scope["path"] not in ("/mcp", "/mcp/"):
+            await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"9")]})
+            await send({"type": "http.response.body", "body": b"Not Found"})
+        elif any(k == _SESSION_HEADER for k, _ in scope["headers"]):
+            await self.manager.handle_request(scope, receive, send)
+        else:
+            await self.manager.handle_request(scope, receive, self._explain_refusal(send))
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
+        try:
+            async with self.manager.run():
+                await send({"type": "lifespan.startup.complete"})
+                await receive()  # lifespan.shutdown
+        except Exception as e:
+            await send({"type": "lifespan.startup.failed", "message": str(e)})
+            raise
+        await send({"type": "lifespan.shutdown.complete"})
+
+    def _explain_refusal(self, send: Send) -> Send:
+        refused = False
+
+        async def explain(message: Message) -> None:
+            nonlocal refused
+            if message["type"] == "http.response.start" and message["status"] == 503:
+                refused = True
+                body = self.refusal.encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                await send({"type": "http.response.start", "status": 503, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+            elif not refused:
+                await send(message)
+
+        return explain
+
+
+def serve_http(
+    env: Environment, spec: EnvSpec, kept: list[str] | None, host: str, port: int, limits: ServingLimits
+) -> None:
     import uvicorn
 
-    binding = SessionBinding(env, process=False)
-    server = build_server(env, spec, binding, kept)
-    app = server.streamable_http_app(host=host)
-    print(f"serving {spec.id} on http://{host}:{port}/mcp", file=sys.stderr)
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
+    app = http_app(env, spec, kept, host, limits)
+    print(
+        f"serving {spec.id} on http://{host}:{port}/mcp (idle timeout {limits.idle_timeout_s:g} s, "
+        f"at most {limits.max_sessions} sessions)",
+        file=sys.stderr,
+    )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
+    uvicorn.Server(config).run()
 
 
-def serve(bundle: str | Path, http: str | None = None) -> None:
+def serve(bundle: str | Path, http: str | None = None, limits: ServingLimits | None = None) -> None:
     """`factory serve BUNDLE [--http HOST:PORT]`: serve one bundle until the client (or a signal) ends it."""
     b = Bundle.open(bundle)
     spec = b.spec
@@ -283,4 +408,4 @@ def serve(bundle: str | Path, http: str | None = None) -> None:
         if address is None:
             anyio.run(serve_stdio, env, spec, kept)
         else:
-            serve_http(env, spec, kept, *address)
+            serve_http(env, spec, kept, *address, limits or ServingLimits())
