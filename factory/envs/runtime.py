@@ -125,17 +125,12 @@ class Environment:
                 self._seed = Snapshot.model_construct(tables=read())
             return self._seed
 
-    def shared(self, tables: dict[str, list[dict[str, Any]]]) -> Snapshot:
-        """A snapshot whose tables equal to the seed's are the seed's own lists: verifiers skip and memoize
-        the tables that are the same object (factory.verify.state), so a task costs the tables it wrote.
-        Only for sqlite: JSON collections may hold `true` where the seed held `1`, which `==` calls equal."""
-        seed = self._seed
-        if seed is not None and self.spec.backend == "sqlite":  # sqlite values compare equal only when they hash so
-            for name, rows in tables.items():
-                same = seed.tables.get(name)
-                if same is not None and same == rows:
-                    tables[name] = same
-        return Snapshot.model_construct(tables=tables)
+    def seed_state(self) -> Snapshot:
+        """The seed snapshot, read from a fresh session the first time it is needed."""
+        if self._seed is None:
+            with self.session() as fresh:
+                return fresh.snapshot()
+        return self._seed
 
     def forget(self, session: Session) -> None:
         with self._lock:
@@ -277,12 +272,20 @@ class Session:
         last = self._last
         if last is not None and last[0] is self.slot.worker:  # no write since, and no worker rebuilt it by replay
             return last[1]
-        snap = self.env.shared(self._read_tables())
+        snap = Snapshot.model_construct(tables=self._read_tables(changed_only=self.env.spec.backend == "sqlite"))
         self._last = (self.slot.worker, snap)
         return snap
 
-    def _read_tables(self) -> dict[str, list[dict[str, Any]]]:
-        return self._simple(("snapshot", self.id, self.env._pks), "snapshot")[1]
+    def _read_tables(self, changed_only: bool = False) -> dict[str, list[dict[str, Any]]]:
+        """The session's tables. `changed_only` (sqlite): the worker sends the tables that differ from the seed
+        and names the others, which are then the seed snapshot's own lists. Verifiers memoize a table by its
+        list (factory.verify.state), so a state of an API-sized database costs the tables the session wrote."""
+        seed = self.env.seed_state() if changed_only else None
+        reply = self._simple(("snapshot", self.id, self.env._pks, changed_only), "snapshot")
+        tables = reply[1]
+        if seed is not None:
+            tables.update((name, seed.tables[name]) for name in reply[2])
+        return dict(sorted(tables.items()))
 
     def reset(self) -> None:
         """Back to the seed state (an in-memory restore, no file copies for sqlite)."""

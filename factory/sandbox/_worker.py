@@ -340,7 +340,20 @@ class Env:
         self.files = files or {}
         self.read_only = frozenset(read_only)  # tools the spec declares non-mutating: no savepoint around them
         self.namespace = {"__name__": "tools", "__builtins__": builtins}
+        self._seed_tables = None
         exec(compile(source, "tools.py", "exec"), self.namespace)
+
+    def seed_tables(self) -> dict:
+        """The seed's tables as read by `_table_rows` (sqlite), read once: a snapshot leaves out the tables
+        still equal to them, so an API-sized database costs what a session wrote, not every table."""
+        if self._seed_tables is None:
+            conn = sqlite3.connect(":memory:")
+            try:
+                conn.deserialize(self.seed)
+                self._seed_tables = {name: _table_rows(conn, name) for name in _table_names(conn)}
+            finally:
+                conn.close()
+        return self._seed_tables
 
 
 class Session:
@@ -524,24 +537,34 @@ def _json_rows(data, name: str) -> list:
     return [{KEY_FIELD: name, **data}] if data else []
 
 
-def _snapshot(session: Session, pks: dict) -> dict:
+def _table_names(conn) -> list:
+    query = "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    return [r[0] for r in conn.execute(query)]
+
+
+def _table_rows(conn, name: str) -> tuple:
+    """(column names, rows as tuples) of one table, ordered by its primary key (rowid without one)."""
+    info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
+    pk_cols = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5] > 0]
+    order = ", ".join(f'"{c}"' for c in pk_cols) if pk_cols else "rowid"
+    cur = conn.execute(f'SELECT * FROM "{name}" ORDER BY {order}')
+    return tuple(d[0] for d in cur.description), cur.fetchall()
+
+
+def _snapshot(session: Session, pks: dict, changed_only: bool = False) -> tuple:
+    """(tables, names of the tables left out because they equal the seed's: only when `changed_only`)."""
     tables = {}
     conn = session.conn
     if conn is not None:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            )
-        ]
-        for name in names:
-            info = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
-            pk_cols = [r[1] for r in sorted(info, key=lambda r: r[5]) if r[5] > 0]
-            order = ", ".join(f'"{c}"' for c in pk_cols) if pk_cols else "rowid"
-            cur = conn.execute(f'SELECT * FROM "{name}" ORDER BY {order}')
-            cols = [d[0] for d in cur.description]
-            tables[name] = [dict(zip(cols, row, strict=True)) for row in cur]
-        return tables
+        seed = session.env.seed_tables() if changed_only else {}
+        same = []
+        for name in _table_names(conn):
+            cols, rows = read = _table_rows(conn, name)
+            if seed.get(name) == read:
+                same.append(name)
+            else:
+                tables[name] = [dict(zip(cols, row, strict=True)) for row in rows]
+        return tables, same
     for dirpath, _, filenames in os.walk(session.dir):
         for fn in sorted(filenames):
             path = os.path.join(dirpath, fn)
@@ -557,7 +580,7 @@ def _snapshot(session: Session, pks: dict) -> dict:
                 continue
             keyed = bool(rows) and all(isinstance(r, dict) and KEY_FIELD in r for r in rows)
             tables[stem] = _rows_sorted(rows, pks.get(stem, KEY_FIELD if keyed else "id"))
-    return tables
+    return tables, []
 
 
 # --- one-off functions and programs (forked children) -----------------------------------------
@@ -797,7 +820,7 @@ def _dispatch(chan: Channel, req, envs: dict, sessions: dict, private: str) -> N
                 failed += 1
         chan.send(["ok", failed])
     elif op == "snapshot":
-        chan.send(["ok", _snapshot(sessions[req[1]], req[2])])
+        chan.send(["ok", *_snapshot(sessions[req[1]], req[2], req[3])])
     elif op == "open":
         _, sid, key = req
         sessions[sid] = Session(envs[key], private, sid)
