@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import random
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -77,6 +78,10 @@ ATTACKS = (
     "attack_state_mutants",
 )
 MAX_TRIES = 8  # candidate calls tried for one extra write before giving up on it
+# Tools the destructive and every-mutator attacks try per task: all of them on an API of ordinary size; on a
+# large one (Okta: 400 mutating tools) a bounded choice, so auditing a task costs the same at any API size.
+MAX_DESTRUCTIVE_TOOLS = 16
+MAX_MUTATORS = 32
 HEDGE_COMPETITORS = 3
 OTHER_RECORDS = 2  # "write made to another record" mutants per written row
 DEFAULT_PAGE = 20  # a list tool's page size when its schema names no default
@@ -177,6 +182,16 @@ class _Case:
     def tool_table(self, tool: str) -> str | None:
         spec = self.tools.get(tool)
         return self.entity_tables.get(spec.operation.entity) if spec and spec.operation else None
+
+    def probed(self, tools: Sequence[ToolSpec], limit: int) -> list[ToolSpec]:
+        """At most `limit` of `tools`: those on tables the gold touched first (where a wrong extra write is
+        likeliest to slip past a verifier), then the others in an order seeded by the task."""
+        if len(tools) <= limit:
+            return list(tools)
+        near = set(self.touched) | {t for c in self.calls if (t := self.tool_table(c.tool))}
+        shuffled = list(tools)
+        random.Random(self.task.id).shuffle(shuffled)
+        return sorted(shuffled, key=lambda t: self.tool_table(t.name) not in near)[:limit]
 
     def rows(self, table: str) -> list[dict[str, Any]]:
         """The table's rows in the initial state, then those the gold created."""
@@ -722,10 +737,9 @@ def _destructive_calls(case: _Case, tool: ToolSpec, kind: str) -> list[ToolCall]
 
 def _destructive(case: _Case) -> list[Probe] | str:
     probes = []
-    for tool in case.spec.tools:
-        kind = _destructive_kind(tool) if tool.mutates else None
-        if kind is None:
-            continue
+    kinds = {t.name: k for t in case.spec.tools if t.mutates and (k := _destructive_kind(t)) is not None}
+    for tool in case.probed([t for t in case.spec.tools if t.name in kinds], MAX_DESTRUCTIVE_TOOLS):
+        kind = kinds[tool.name]
         calls = _destructive_calls(case, tool, kind)
         p = case.extra_writes("attack_destructive", lambda kept, k=kind: f"{k}: {_describe(kept[-1:])}", [calls])
         probes += [p] if p else []
@@ -746,7 +760,7 @@ def _spray(case: _Case) -> list[Probe] | str:
 
 
 def _every_mutator(case: _Case) -> list[Probe] | str:
-    groups = [_on_untouched(case, t) for t in case.spec.tools if t.mutates]
+    groups = [_on_untouched(case, t) for t in case.probed([t for t in case.spec.tools if t.mutates], MAX_MUTATORS)]
     p = case.extra_writes(
         "attack_every_mutator", lambda kept: "called: " + ", ".join(sorted({c.tool for c in kept})), groups
     )
