@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import marshal
 import math
 from collections.abc import Callable
 from functools import lru_cache
@@ -59,9 +60,13 @@ def _source_problems(source: str) -> tuple[str, ...]:
     return (f"no top-level function {ENTRY}(initial, final, answer)",)
 
 
+def _tables_of(state: Snapshot | Tables) -> Tables:
+    return state.tables if isinstance(state, Snapshot) else state
+
+
 def plain_state(state: Snapshot | Tables) -> dict[str, list[dict[str, Any]]]:
     """A deep, JSON-plain copy of a state: what a verifier receives (it cannot touch the caller's objects)."""
-    tables = state.tables if isinstance(state, Snapshot) else state
+    tables = _tables_of(state)
     return json.loads(json.dumps({t: [dict(r) for r in rows] for t, rows in tables.items()}, default=str))
 
 
@@ -154,16 +159,28 @@ BATCH_SIZE = 16  # verdicts per sandbox call: one start and one load of the veri
 _BATCH_SOURCE = f"""
 
 def {BATCH_ENTRY}(initial, cases):
-    import json as _json
+    import marshal as _marshal
 
     out = []
-    for final, answer in cases:
+    for change, answer in cases:
+        changed, removed = _marshal.loads(change)
+        final = _marshal.loads(initial)
+        for name in removed:
+            final.pop(name, None)
+        final.update(changed)
         try:
-            out.append({{"ok": {ENTRY}(initial=_json.loads(initial), final=final, answer=answer)}})
+            out.append({{"ok": {ENTRY}(initial=_marshal.loads(initial), final=final, answer=answer)}})
         except Exception as e:
             out.append({{"raised": type(e).__name__ + ": " + str(e)}})
     return out
 """
+
+
+def _change(initial: Tables, final: Tables) -> bytes:
+    """What `final` changed from `initial`, as (tables that differ, tables removed), marshalled: a verdict's
+    input costs the tables a run wrote, not the database (states share the lists of unchanged tables)."""
+    changed = {t: rows for t, rows in final.items() if (was := initial.get(t)) is not rows and was != rows}
+    return marshal.dumps((plain_state(changed), [t for t in initial if t not in final]))
 
 
 def run_code_verifier_each(
@@ -173,15 +190,16 @@ def run_code_verifier_each(
     runner: Runner | None = None,
 ) -> list[Verdict]:
     """`run_code_verifier` for many (final, answer) pairs against one initial state, BATCH_SIZE per sandbox
-    call. Each case gets its own copy of the initial state, so a verifier that changes its input cannot
-    change the next verdict; an exception fails only its case; a sandbox fault fails its batch."""
+    call. Each case gets its own copies of both states, so a verifier that changes its input cannot change
+    the next verdict; an exception fails only its case; a sandbox fault fails its batch."""
     problems = check_verifier_source(source)
     if problems:
         return [_failed("verifier_source", "; ".join(problems)) for _ in cases]
-    start = json.dumps(plain_state(initial))
+    before = _tables_of(initial)
+    start = marshal.dumps(plain_state(before))
     verdicts: list[Verdict] = []
     for i in range(0, len(cases), BATCH_SIZE):
-        batch = [[plain_state(final), answer] for final, answer in cases[i : i + BATCH_SIZE]]
+        batch = [[_change(before, _tables_of(final)), answer] for final, answer in cases[i : i + BATCH_SIZE]]
         value, failed = _run(runner, source + _BATCH_SOURCE, BATCH_ENTRY, {"initial": start, "cases": batch})
         if failed is None and not (isinstance(value, list) and len(value) == len(batch)):
             failed = _failed("verifier_result", f"the batch returned {type(value).__name__}, not {len(batch)} results")

@@ -21,6 +21,7 @@ from factory.sandbox import SandboxPool
 from factory.store import hash_value
 from factory.verify.code import Runner, run_code_verifier_each
 from factory.verify.rubric import RubricReward, rubric_verdict
+from factory.verify.state import exact_state_hash
 
 RUBRIC_REWARD_ENV = "FACTORY_RUBRIC_REWARD"
 
@@ -158,7 +159,9 @@ def judge_each(
     if not task.verifier:
         return [rubric_verdict(task.rubric, initial, final, answer, reward=rubric_reward) for final, answer in cases]
     keys = [
-        hash_value({"v": task.verifier, "i": initial, "f": final, "a": answer}) if cache is not None else ""
+        hash_value({"v": task.verifier, "i": exact_state_hash(initial), "f": exact_state_hash(final), "a": answer})
+        if cache is not None
+        else ""
         for final, answer in cases
     ]
     verdicts: list[Verdict | None] = [cache.get(k) if cache is not None else None for k in keys]

@@ -123,6 +123,15 @@ def canonical_state_hash(
     return sha256_bytes(canonical_json(content))
 
 
+_EXACT = ColumnFilter((), ())
+
+
+def exact_state_hash(snapshot: Snapshot | Tables) -> str:
+    """Hash of every table and column (empty tables included), memoized per table like canonical_state_hash:
+    the key a verdict is cached under, cheap for states that share the seed's unchanged tables."""
+    return sha256_bytes(canonical_json({t: _table_hash(_EXACT, t, rows) for t, rows in _tables(snapshot).items()}))
+
+
 class RowChange(Model):
     key: Any  # the row's primary key value
     before: dict[str, Any]  # changed fields only
