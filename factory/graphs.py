@@ -234,6 +234,19 @@ def _feeds(p: Produced, w: Wanted) -> bool:
     return w.key == p.key and p.entity is not None and p.entity == w.entity
 
 
+def _producers(by_key: dict[str, list[tuple[int, int, Produced]]], w: Wanted) -> list[tuple[int, int, Produced]]:
+    """The fields that may feed `w` (`_feeds` decides): those with its value name and, for an id, those whose
+    id name ends the parameter's name. An index instead of every pair of tools: Okta has 700 tools."""
+    found = list(by_key.get(w.key, ()))
+    if w.key.endswith("_id"):
+        parts = w.name.split("_")
+        for i in range(1, len(parts)):
+            suffix = "_".join(parts[i:])
+            if suffix != w.key and suffix.endswith("_id"):
+                found += by_key.get(suffix, ())
+    return found
+
+
 def _needs(tool: ToolSpec, w: Wanted) -> bool:
     """A required parameter needs an existing value, except plain fields of a record being created
     (a new customer's name is new, though copying one is possible: that is a weak use)."""
@@ -261,22 +274,25 @@ def build_tool_graph(spec: EnvSpec) -> nx.DiGraph:
             produces=sorted({p.key for p in produced[t.name]}),
             output_fields=sorted({p.name for p in produced[t.name]}),
         )
-    for a in spec.tools:
-        for b in spec.tools:
-            if a.name == b.name:
-                continue
-            reasons = [
-                {"field": p.path, "param": w.name, "value": w.key, "strong": _needs(b, w)}
-                for w in wanted[b.name]
-                for p in produced[a.name]
-                if _feeds(p, w)
-            ]
-            if not reasons:
-                continue
-            kind: EdgeKind = "strong" if any(r["strong"] for r in reasons) else "weak"
-            shared = _shared_names(a, b, produced[a.name])
-            base = STRONG_WEIGHT if kind == "strong" else WEAK_WEIGHT
-            g.add_edge(a.name, b.name, kind=kind, weight=base + NAME_MATCH_BONUS * len(shared), reasons=reasons)
+    tools = spec.tools
+    by_key: dict[str, list[tuple[int, int, Produced]]] = {}  # value name -> (tool index, field index, field)
+    for i, a in enumerate(tools):
+        for j, p in enumerate(produced[a.name]):
+            by_key.setdefault(p.key, []).append((i, j, p))
+    pairs: dict[tuple[int, int], list[tuple[int, int, dict[str, Any]]]] = {}
+    for bi, b in enumerate(tools):
+        for wi, w in enumerate(wanted[b.name]):
+            for ai, pj, p in _producers(by_key, w):
+                if ai != bi and _feeds(p, w):
+                    reason = {"field": p.path, "param": w.name, "value": w.key, "strong": _needs(b, w)}
+                    pairs.setdefault((ai, bi), []).append((wi, pj, reason))
+    for ai, bi in sorted(pairs):  # the order a scan of every pair would add them in
+        a, b = tools[ai], tools[bi]
+        reasons = [r for _, _, r in sorted(pairs[ai, bi], key=lambda x: x[:2])]
+        kind: EdgeKind = "strong" if any(r["strong"] for r in reasons) else "weak"
+        shared = _shared_names(a, b, produced[a.name])
+        base = STRONG_WEIGHT if kind == "strong" else WEAK_WEIGHT
+        g.add_edge(a.name, b.name, kind=kind, weight=base + NAME_MATCH_BONUS * len(shared), reasons=reasons)
     for name in g.nodes:
         g.nodes[name]["kind"] = _classify(g, name)
     return g
