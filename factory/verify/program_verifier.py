@@ -102,6 +102,8 @@ def state_checks(expected: dict[str, Any], initial: Tables, final: Tables) -> li
             continue
         key = expected["keys"].get(table, "id")
         before, after = initial.get(table, []), final.get(table, [])
+        if table not in tables and before == after:  # nothing to find; on an API-sized state most tables are so
+            continue
         problems = table_problems(table, before, after, tables.get(table, {}), key, expected["ignore"])
         name = ("state: " if table in tables else "unchanged: ") + table
         if table in tables or problems:
