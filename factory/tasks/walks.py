@@ -58,6 +58,7 @@ from factory.models import (
 )
 from factory.naming import singular
 from factory.pipeline.registry import TASKS
+from factory.sandbox import compile_schema
 from factory.store import canonical_json, hash_value
 from factory.tasks.difficulty import Knobs
 from factory.tasks.end_state import end_state_check
@@ -182,7 +183,8 @@ class GraphTaskSynthesizer:
 
     def goal_listings(self, entity: EntitySpec) -> list[ToolSpec]:
         """The list tools of `entity` a goal can read: those needing no argument, or only the id of one parent
-        (the goal's anchor) that a listing of its own reaches (computed once per entity: options scan them all)."""
+        (the goal's anchor) that a listing of its own reaches, or only scope arguments (`scope_args`);
+        computed once per entity: options scan them all."""
         if entity.name in self.goal_listed:
             return self.goal_listed[entity.name]
         fks = {
@@ -192,14 +194,34 @@ class GraphTaskSynthesizer:
         }
         self.goal_listed[entity.name] = [
             t
-            for t in self.tools_of(entity, "list")
-            if len(need := t.parameters.get("required") or []) <= 1 and set(need) <= fks
+            for t in self.tools_of(entity, "list", "search")
+            if not (need := t.parameters.get("required") or [])
+            or (
+                operation_kind(t) == "list"
+                and ((len(need) == 1 and set(need) <= fks) or self.scope_args(t, entity) == need)
+            )
         ]
         return self.goal_listed[entity.name]
 
     def listings(self, entity: EntitySpec) -> list[ToolSpec]:
-        """The list tools of `entity` callable with no argument."""
-        return [t for t in self.tools_of(entity, "list") if not t.parameters.get("required")]
+        """The list tools of `entity` callable with no argument (a search whose query is optional lists too)."""
+        return [t for t in self.tools_of(entity, "list", "search") if not t.parameters.get("required")]
+
+    def scope_args(self, tool: ToolSpec, entity: EntitySpec) -> list[str]:
+        """The required arguments of a listing that name a plain field of its rows, with seed values valid for
+        the parameter (`repo_path` of git, `account` of an API that serves many): a goal scopes the listing to
+        one value, as a nested listing is scoped to its parent."""
+        props = tool.parameters.get("properties") or {}
+        out = []
+        for name in tool.parameters.get("required") or []:
+            f = self.field_spec(entity, name)
+            if f is None or f.primary_key or self.reference_target(entity, name) or self.ignored(entity, name):
+                continue
+            valid = compile_schema({"type": "object", "properties": {name: props.get(name) or {}}})
+            values = [r.get(name) for r in self.rows(entity)]
+            if values and all(isinstance(v, str) and v and valid({name: v}) is None for v in values):
+                out.append(name)
+        return out
 
     # --- entity helpers ----------------------------------------------------------------------
 
@@ -972,7 +994,16 @@ class GraphTaskSynthesizer:
             if f.name in props and (t := self.reference_target(entity, f.name)) in self.entities and t != entity.name
         ]
         links = [(fk, a) for fk, a in links if self.listings(a) and len(self.rows(a)) >= 2]
-        if needed:  # a nested listing (a parent's children): the parent is the anchor, its id the argument
+        scoped = bool(needed) and self.scope_args(list_tool, entity) == needed
+        if scoped:  # the listing of one scope (a repository's files): the records of a seed row's scope
+            scope = rng.choice(rows)
+            for p in needed:
+                server[p] = scope[p]
+                conditions.append(Condition(p, "eq", scope[p]))
+                constraints.append(f"{p} is {scope[p]}")
+            rows = [r for r in rows if all(r.get(p) == server[p] for p in needed)]
+            use_anchor = False
+        elif needed:  # a nested listing (a parent's children): the parent is the anchor, its id the argument
             links = [(fk, a) for fk, a in links if [fk] == needed]
             use_anchor = bool(links)
             if not use_anchor:

@@ -12,9 +12,12 @@ import pytest
 
 from benchmarks.api_shapes import workos_like
 from factory.envs.build import build_env
+from factory.envs.bundle import Bundle
+from factory.envs.runtime import Environment
 from factory.graphs import NEIGHBOURHOOD_FROM, NEIGHBOURHOOD_RADIUS, weighted_walk
 from factory.tasks.difficulty import knobs_for
 from factory.tasks.synthesize import nothing_kept, synthesize_tasks
+from factory.tasks.walks import GraphTaskSynthesizer
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "real"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not here")
@@ -58,7 +61,7 @@ def test_a_listing_that_fits_one_page_still_gives_a_graph_task(tmp_path, monkeyp
 
 @needs_real
 def test_an_environment_too_thin_for_tasks_says_what_was_tried(tmp_path):
-    report = build_env(str(REAL / "mcp" / "mcp-git-tools-list.json"), tmp_path / "env")
+    report = build_env(str(REAL / "mcp" / "mcp-memory-tools-list.json"), tmp_path / "env")
     assert report.kept, report.reasons
     result = synthesize_tasks(tmp_path / "env", n=4, seed=0)
     assert not result.generated
@@ -84,3 +87,24 @@ def test_walks_on_a_large_graph_stay_near_their_start():
         walk = weighted_walk(g, random.Random(seed), length=10, start="t0")
         assert set(walk) <= near, walk
         assert len(walk) == len(near)
+
+
+@needs_real
+def test_listings_scoped_by_a_required_field_and_optional_searches_are_goal_listings(tmp_path):
+    """git's listings all need `repo_path`, a plain field of their rows: a goal scopes them to one repository.
+    Conjur lists resources only through searches whose query is optional: those list, and give tasks."""
+    assert build_env(str(REAL / "mcp" / "mcp-git-tools-list.json"), tmp_path / "git").kept
+    with Environment.open(tmp_path / "git") as env:
+        walker = GraphTaskSynthesizer(Bundle.open(tmp_path / "git"), env.session, nx.DiGraph(), random.Random(0))
+        status = walker.entities["status"]
+        listed = [t.name for t in walker.goal_listings(status)]
+        assert listed == ["git_status"], listed
+        assert walker.scope_args(walker.tools["git_status"], status) == ["repo_path"]
+        diff = walker.entities["diff"]  # `target` is a field too, but git_diff also needs it: both scope
+        assert walker.scope_args(walker.tools["git_diff"], diff) == ["repo_path", "target"]
+
+    assert build_env(str(REAL / "openapi" / "conjur" / "spec" / "openapi.yml"), tmp_path / "conjur").kept
+    result = synthesize_tasks(tmp_path / "conjur", n=2, seed=0, kind="graph")
+    assert result.tasks, result.misses
+    reads = {c.tool for t in result.tasks for c in t.gold}
+    assert "show_resources_for_all_accounts" in reads, reads
