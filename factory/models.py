@@ -121,8 +121,11 @@ class ToolSpec(_OmitsUnset):
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime"]
 
 
-class FieldSpec(Model):
-    """A column of an entity. `format` refines values (email, money, phone, url, uuid, name...)."""
+class FieldSpec(_OmitsUnset):
+    """A column of an entity. `format` refines values (email, money, phone, url, uuid, name...); `pattern` is
+    the regular expression the API's parameters hold its values to (seed values match it)."""
+
+    omitted_when_none: ClassVar[tuple[str, ...]] = ("pattern",)
 
     name: str
     type: FieldType = "string"
@@ -135,6 +138,7 @@ class FieldSpec(Model):
     description: str = ""
     minimum: float | None = None
     maximum: float | None = None
+    pattern: str | None = None
 
 
 class Rule(Model):

@@ -322,7 +322,7 @@ class _EntityRows:
             if f.format == "email" and "@" in value:
                 local, domain = value.split("@", 1)
                 return f"{local}{i}@{domain}"
-            return f"{value}-{i}"
+            return _conform(f"{value}-{i}", f.pattern)
         if isinstance(value, int | float) and not isinstance(value, bool):
             return value + i * 1000
         return value
@@ -342,7 +342,7 @@ class _EntityRows:
             return self._datetime(n).isoformat()
         if f.type in ("integer", "number"):
             return self._number(f, n)
-        return self._string(f, n, row, i)
+        return _conform(self._string(f, n, row, i), f.pattern)
 
     def _date(self, n: str) -> dt.date:
         if n in ("dob", "birthday", "birth_date", "date_of_birth"):
@@ -644,6 +644,20 @@ class _EntityRows:
                 if (lo is None or value >= lo) and (hi is None or value <= hi):
                     row[total_name] = value
                 return
+
+
+def _conform(value: str, pattern: str | None) -> str:
+    """`value`, or the nearest of a few spellings of it (spaces as dashes or underscores, letters and digits
+    only, lower case) that the field's pattern accepts: "Account 43" for `^[^ :]+$` is "Account-43"."""
+    if pattern is None or re.search(pattern, value):
+        return value
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", value).strip("-")
+    bare = re.sub(r"[^A-Za-z0-9]", "", value)
+    digits = re.sub(r"\D", "", value) or "1"
+    for candidate in (value.replace(" ", "-"), value.replace(" ", "_"), slug, slug.lower(), bare, bare.lower(), digits):
+        if re.search(pattern, candidate):
+            return candidate
+    return value
 
 
 def _iso(moment: dt.datetime, kind: str) -> str:

@@ -177,3 +177,25 @@ def test_every_catalog_topic_seeds_a_valid_database() -> None:
         entities = infer_entities(t)[0]
         rows = generate_rows(entities, seed=0, scale=0.3)
         assert build_seed_db(entities, rows), t.id
+
+
+def test_text_values_follow_the_pattern_their_parameters_declare():
+    """Conjur's `account` must match `^[^ :]+$`: "Account 43" would be refused as an argument."""
+    account = EntitySpec(
+        name="account",
+        table="accounts",
+        primary_key="id",
+        fields=[
+            FieldSpec(name="id", primary_key=True, unique=True, required=True),
+            FieldSpec(name="account", pattern=r"^[^ :]+$"),
+            FieldSpec(name="slug", pattern=r"^[a-z0-9]+$", unique=True),
+        ],
+    )
+    rows = generate_rows([account], seed=3)["accounts"]
+    assert rows and all(re.search(r"^[^ :]+$", r["account"]) for r in rows), [r["account"] for r in rows]
+    assert all(re.fullmatch(r"[a-z0-9]+", r["slug"]) for r in rows), [r["slug"] for r in rows]
+    free = account.model_copy(update={"fields": [f.model_copy(update={"pattern": None}) for f in account.fields]})
+    plain = generate_rows([free], seed=3)["accounts"]
+    assert any(" " in r["account"] for r in plain)  # what the pattern changed: the same values, respelled
+    assert [r["account"] for r in rows] == [r["account"].replace(" ", "-") for r in plain]
+    assert "pattern" not in FieldSpec(name="label").model_dump()  # specs without patterns keep their bytes

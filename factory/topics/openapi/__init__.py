@@ -20,6 +20,7 @@ from typing import Any
 from factory.models import Topic
 from factory.naming import slugify
 from factory.topics.documents import SourceError
+from factory.topics.openapi.fields import with_parameter_patterns
 from factory.topics.openapi.operations import _acyclic, _created_fields
 from factory.topics.openapi.reader import _OpenAPIReader
 from factory.topics.openapi.refs import MAX_NODES, _Resolver
@@ -59,6 +60,7 @@ def topics_from_openapi(doc: Any, path: str | Path) -> list[Topic]:
         entities[name] = entities[name].model_copy(update={"id_prefix": f"{name}_"})
     entities = _acyclic(entities)
     tools = build_tools(reader, ops, plans, entities)
+    entities = with_parameter_patterns(entities, tools)
     info = doc["info"]
     title = str(info["title"])
     return [
@@ -68,7 +70,7 @@ def topics_from_openapi(doc: Any, path: str | Path) -> list[Topic]:
             description=str(info.get("description") or info.get("summary") or title).strip(),
             source="openapi",
             tools=tools,
-            entities=list(entities.values()),
+            entities=entities,
             origin=str(path),
         )
     ]

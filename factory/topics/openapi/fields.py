@@ -1,12 +1,13 @@
-"""Schema properties -> entity columns (FieldSpec): types, formats, enums, bounds and foreign keys."""
+"""Schema properties -> entity columns (FieldSpec): types, formats, enums, bounds, patterns and foreign keys."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from factory.lexicon import MONEY_WORDS
-from factory.models import FieldSpec
+from factory.models import EntitySpec, FieldSpec, ToolSpec
 from factory.naming import snake_case
 from factory.topics.openapi.refs import _Resolver
 from factory.topics.openapi.schemas import _main_type, _ref_name, _value_type
@@ -81,3 +82,34 @@ def field_spec(
         if ref in by_entity:
             spec["references"] = f"{ref}.{pks[by_entity[ref]]}"
     return FieldSpec(**spec)
+
+
+def with_parameter_patterns(entities: dict[str, EntitySpec], tools: list[ToolSpec]) -> list[EntitySpec]:
+    """Each plain text field that a tool of its entity takes as a parameter with a `pattern` holds values to it
+    (Conjur's `account` is `^[^ :]+$`): seed values that break it would be refused as arguments."""
+    patterns: dict[tuple[str, str], str] = {}
+    for tool in tools:
+        if tool.operation is None:
+            continue
+        for name, schema in (tool.parameters.get("properties") or {}).items():
+            pattern = schema.get("pattern") if isinstance(schema, dict) else None
+            if isinstance(pattern, str) and _compiles(pattern):
+                patterns.setdefault((tool.operation.entity, name), pattern)
+    out = []
+    for name, spec in entities.items():
+        fields = [
+            f.model_copy(update={"pattern": patterns[name, f.name]})
+            if (name, f.name) in patterns and f.type == "string" and not (f.enum or f.references or f.primary_key)
+            else f
+            for f in spec.fields
+        ]
+        out.append(spec.model_copy(update={"fields": fields}))
+    return out
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
