@@ -236,7 +236,7 @@ def _import_questions(env_dir: Path, bundle: Path) -> tuple[int, int, str] | Non
 
 @app.command("sandbox")
 def sandbox_cmd() -> None:
-    """Show what the sandbox can enforce on this machine (namespaces, process limit, rlimits) and what not."""
+    """Show what the sandbox enforces here (isolation unit, namespaces, process limit, rlimits) and what not."""
     from factory.sandbox import capabilities
 
     print_json(capabilities())

@@ -1,15 +1,17 @@
 """The environment runtime: open a bundle, start sessions, call tools, snapshot and reset state.
 
-Tool code never runs here: it runs in pooled sandbox workers (factory.sandbox), and each session's
-state lives in the worker it is pinned to (an in-memory SQLite database deserialized from the seed
-bytes, or a private copy of `state/`). Arguments are checked against the tool's JSON schema in this
-process first. The parent keeps a journal of every session's successful state-changing calls, so
-when a worker dies or hangs the replacement is rebuilt and no other session loses its state.
+Tool code never runs here: each session is a process of its own, forked in a pooled sandbox host
+(factory.sandbox) from its environment's template, and its state lives there (an in-memory SQLite
+database deserialized from the seed bytes, or a private copy of `state/`). Arguments are checked against
+the tool's JSON schema in this process first. The parent keeps a journal of every session's successful
+state-changing calls, so a session whose process dies, hangs or breaks the protocol is rebuilt in a new
+one, and a host that dies is replaced without any session losing its state.
 """
 
 from __future__ import annotations
 
 import marshal
+import os
 import threading
 import time
 import uuid
@@ -22,6 +24,7 @@ from pydantic import BaseModel, Field
 from factory.envs.bundle import Bundle, BundleError
 from factory.models import EnvSpec, Snapshot, ToolCall, ToolError, ToolResult
 from factory.sandbox import Limits, SandboxPool, Slot, WorkerCrashed, WorkerTimeout, compile_schema, default_pool
+from factory.sandbox.worker import SessionProcess, SessionStale, worker_uid
 
 __all__ = ["Environment", "EnvironmentLoadError", "ProgramRun", "Session"]
 
@@ -104,10 +107,11 @@ class Environment:
         """Import tools.py in the slot's worker once (caller holds the slot lock)."""
         if self.key in slot.loaded and slot.worker is not None and not slot.worker.dead:
             return
-        reply = slot.request(self._load_message, 60.0)
+        uid = worker_uid() if os.geteuid() == 0 else None  # this environment's own, in this slot
+        reply = slot.request((*self._load_message, uid), 60.0)
         if reply[0] != "ok":
             raise EnvironmentLoadError(f"tools.py does not import: {reply[1] if len(reply) > 1 else reply}")
-        slot.loaded.add(self.key)
+        slot.loaded[self.key] = uid
 
     def session(self) -> Session:
         """A new session whose state starts as the seed."""
@@ -152,7 +156,7 @@ class Environment:
                         slot.request(("unload", self.key), 10.0)
                     except (WorkerCrashed, WorkerTimeout):
                         slot.recover()
-                slot.loaded.discard(self.key)
+                slot.loaded.pop(self.key, None)
 
     def __enter__(self) -> Environment:
         return self
@@ -168,7 +172,7 @@ def _read_state_files(state_dir: Path) -> dict[str, bytes]:
 
 
 class Session:
-    """One agent's private copy of the environment state, pinned to one sandbox worker."""
+    """One agent's private copy of the environment state: a sandboxed process of its own, in one slot's host."""
 
     def __init__(self, env: Environment, slot: Slot):
         self.env = env
@@ -176,34 +180,73 @@ class Session:
         self.slot = slot
         self.journal: list[tuple[str, dict[str, Any]]] = []
         self.pristine = True  # no call has changed the state since the session opened or was reset: the seed
-        self._last: tuple[Any, Snapshot] | None = None  # (worker, snapshot) while no call has changed the state
+        self._last: tuple[Any, Snapshot] | None = None  # (process, snapshot) while no call has changed the state
         self.closed = False
+        self.lock = threading.Lock()  # one exchange at a time with this session's process
+        self.proc: SessionProcess | None = None
         with slot.lock:
-            self._open_in(slot)
+            self.proc = self._open_in(slot)
             slot.residents[self.id] = self
 
-    def _open_in(self, slot: Slot) -> None:
-        try:
-            self.env.ensure_loaded(slot)
-            reply = slot.request(("open", self.id, self.env.key), 60.0)
-        except (WorkerCrashed, WorkerTimeout):
-            slot.recover()
-            self.env.ensure_loaded(slot)
-            reply = slot.request(("open", self.id, self.env.key), 60.0)
-        if reply[0] != "ok":
-            raise EnvironmentLoadError(f"could not open a session: {reply}")
+    def _open_in(self, slot: Slot) -> SessionProcess:
+        """A new process for this session, at the seed state (caller holds the slot lock)."""
+        reply: list[Any] = []
+        for _ in range(2):
+            try:
+                self.env.ensure_loaded(slot)
+                reply, proc = slot.open_session(self.env.key)
+            except (WorkerCrashed, WorkerTimeout) as e:
+                reply = [str(e)]
+                slot.recover()
+                continue
+            if proc is not None:
+                return proc
+        raise EnvironmentLoadError(f"could not open a session: {reply}")
 
-    def restore(self, slot: Slot) -> None:
-        """Rebuild this session in a replacement worker: seed state, then the journal replayed."""
-        self.env.ensure_loaded(slot)
-        slot.request(("open", self.id, self.env.key), 60.0)
+    def host_lost(self, slot: Slot) -> None:
+        """The slot's host was replaced or closed, and this session's process went with it: the next use
+        starts a new process and replays the journal there."""
+        if self.proc is not None:
+            self.proc.close()
+
+    def _process(self) -> SessionProcess:
+        """This session's live process, started (seed state, then the journal replayed) if it has none;
+        caller holds `lock`. Raises WorkerCrashed or WorkerTimeout when that fails too."""
+        proc = self.proc
+        if proc is not None and not proc.dead:
+            return proc
+        slot = self.slot
+        with slot.lock:
+            if proc is not None:
+                slot.end_session(proc)
+            self.proc = None
+            self._last = None
+            try:
+                proc = self._open_in(slot)
+            except EnvironmentLoadError as e:
+                raise WorkerCrashed(str(e)) from e
         if self.journal:
-            self._replay(slot)
+            limits = self.env.limits
+            timeout = limits.timeout_s * (len(self.journal) + 1) + limits.grace_s
+            try:
+                proc.request(("replay", self.journal, limits.timeout_s, limits.cpu_s), timeout)
+            except (WorkerCrashed, WorkerTimeout):
+                with slot.lock:
+                    slot.end_session(proc)
+                raise
+        self.proc = proc
+        return proc
 
-    def _replay(self, slot: Slot) -> None:
-        limits = self.env.limits
-        timeout = limits.timeout_s * (len(self.journal) + 1) + limits.grace_s
-        slot.request(("replay", self.id, self.journal, limits.timeout_s, limits.cpu_s), timeout)
+    def _discard(self) -> None:
+        """Kill this session's process (it ran away, died or broke the protocol) and start a new one now, so
+        the next call finds the state rebuilt; if that fails too, the next use tries again."""
+        proc = self.proc
+        if proc is not None:
+            proc.dead = True
+        try:
+            self._process()
+        except (WorkerCrashed, WorkerTimeout):
+            self.proc = None
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
         """Validate and run one tool call. Never raises for anything the tool or the arguments do."""
@@ -217,48 +260,52 @@ class Session:
         if problem is not None:
             return _error("invalid_arguments", problem, started=started)
         limits = env.limits
-        slot = self.slot
-        with slot.lock:
+        message = ("call", tool, args, limits.timeout_s, limits.cpu_s)
+        with self.lock:
             if self.closed:
                 return _error("session_closed", f"session {self.id} is closed", started=started)
             pristine, self.pristine = self.pristine, False
             last, self._last = self._last, None
             try:
-                reply = slot.request(
-                    ("call", self.id, tool, args, limits.timeout_s, limits.cpu_s), limits.timeout_s + limits.grace_s
-                )
+                try:
+                    reply = self._process().request(message, limits.timeout_s + limits.grace_s)
+                except SessionStale:  # gone or dirty before this call was sent: rebuild, then send it
+                    self._discard()
+                    reply = self._process().request(message, limits.timeout_s + limits.grace_s)
             except WorkerTimeout:
-                slot.recover()
+                self._discard()
                 return _error("timeout", f"{tool} ran past {limits.timeout_s:g}s", True, started)
             except WorkerCrashed as e:
-                slot.recover()
-                return _error("worker_crashed", f"{tool} crashed its sandbox worker: {e}", True, started)
+                self._discard()
+                return _error("worker_crashed", f"{tool} crashed its sandbox process: {e}", True, started)
             except ValueError as e:  # marshal: a value that is not plain data
+                self.pristine, self._last = pristine, last
                 return _error("invalid_arguments", f"arguments are not JSON values: {e}", started=started)
-            if reply[0] == "ok":
+            if reply[0] == "ok" and len(reply) == 3:
                 if not reply[2] and env.spec.backend == "sqlite":  # sqlite counts every row the call changed
                     self.pristine, self._last = pristine, last
                 if reply[2] or tool in env._mutates:
                     self.journal.append((tool, marshal.loads(marshal.dumps(args))))
                 return ToolResult(ok=True, value=reply[1], wall_ms=(time.perf_counter() - started) * 1000)
-            if reply[0] != "error":
-                return _error("worker_crashed", f"sandbox protocol error: {reply}", True, started)
+            if reply[0] != "error" or len(reply) < 4:
+                self._discard()
+                return _error("worker_crashed", f"sandbox protocol error: {str(reply)[:200]}", True, started)
             if len(reply) > 4 and reply[4] == "state_lost":  # the failed call wrote: rebuild from seed + journal
-                try:
-                    self._replay(slot)
-                except (WorkerCrashed, WorkerTimeout):
-                    slot.recover()
+                self._discard()
             return _error(str(reply[1]), str(reply[2]), bool(reply[3]), started)
 
     def _simple(self, message: tuple[Any, ...], what: str) -> list[Any]:
-        with self.slot.lock:
-            if self.closed:
-                raise RuntimeError(f"session {self.id} is closed")
+        """One exchange that runs no tool code (caller holds `lock`); a dead process is rebuilt and asked again."""
+        if self.closed:
+            raise RuntimeError(f"session {self.id} is closed")
+        for attempt in range(2):
             try:
-                reply = self.slot.request(message, 60.0)
+                reply = self._process().request(message, 60.0)
+                break
             except (WorkerCrashed, WorkerTimeout) as e:
-                self.slot.recover()
-                raise RuntimeError(f"{what} failed: the sandbox worker died ({e})") from e
+                self._discard()
+                if attempt:
+                    raise RuntimeError(f"{what} failed: the session's sandbox process died ({e})") from e
         if reply[0] != "ok":
             raise RuntimeError(f"{what} failed: {reply[1] if len(reply) > 1 else reply}")
         return reply
@@ -266,14 +313,15 @@ class Session:
     def snapshot(self) -> Snapshot:
         """The whole state, read-only (shared with other snapshots; never edit it): table -> rows (dicts) sorted
         by primary key. A session still at the seed gets the environment's seed snapshot, and one whose calls
-        since its last snapshot changed no row (sqlite) gets that snapshot again, without a worker call."""
+        since its last snapshot changed no row (sqlite) gets that snapshot again, without a worker call.
+        RuntimeError when the session's process cannot be rebuilt."""
         if self.pristine:
             return self.env.seed_snapshot(self._read_tables)
         last = self._last
-        if last is not None and last[0] is self.slot.worker:  # no write since, and no worker rebuilt it by replay
+        if last is not None and last[0] is self.proc:  # no write since, and no new process rebuilt it by replay
             return last[1]
         snap = Snapshot.model_construct(tables=self._read_tables(changed_only=self.env.spec.backend == "sqlite"))
-        self._last = (self.slot.worker, snap)
+        self._last = (self.proc, snap)
         return snap
 
     def _read_tables(self, changed_only: bool = False) -> dict[str, list[dict[str, Any]]]:
@@ -281,16 +329,19 @@ class Session:
         and names the others, which are then the seed snapshot's own lists. Verifiers memoize a table by its
         list (factory.verify.state), so a state of an API-sized database costs the tables the session wrote."""
         seed = self.env.seed_state() if changed_only else None
-        reply = self._simple(("snapshot", self.id, self.env._pks, changed_only), "snapshot")
+        with self.lock:
+            reply = self._simple(("snapshot", self.env._pks, changed_only), "snapshot")
+        if not (len(reply) == 3 and isinstance(reply[1], dict) and isinstance(reply[2], list)):
+            raise RuntimeError(f"snapshot failed: the sandbox sent {str(reply)[:200]}")
         tables = reply[1]
         if seed is not None:
-            tables.update((name, seed.tables[name]) for name in reply[2])
+            tables.update((name, seed.tables[name]) for name in reply[2] if name in seed.tables)
         return dict(sorted(tables.items()))
 
     def reset(self) -> None:
         """Back to the seed state (an in-memory restore, no file copies for sqlite)."""
-        with self.slot.lock:
-            self._simple(("reset", self.id), "reset")
+        with self.lock:
+            self._simple(("reset",), "reset")
             self.journal.clear()
             self.pristine = True
             self._last = None
@@ -312,17 +363,16 @@ class Session:
         return ProgramRun(calls=calls, error=f"{err.code}: {err.message}" if err else "failed")
 
     def close(self) -> None:
-        with self.slot.lock:
+        """End the session: its process reads end-of-file and exits, and its state goes with it."""
+        with self.lock:
             if self.closed:
                 return
             self.closed = True
-            self.slot.residents.pop(self.id, None)
-            worker = self.slot.worker
-            if worker is not None and not worker.dead:
-                try:
-                    self.slot.request(("close", self.id), 10.0)
-                except (WorkerCrashed, WorkerTimeout):
-                    self.slot.recover()
+            with self.slot.lock:
+                self.slot.residents.pop(self.id, None)
+            if self.proc is not None:
+                self.proc.close()
+                self.proc = None
         self.env.forget(self)
 
     def __enter__(self) -> Session:

@@ -22,9 +22,13 @@ from factory.sandbox.worker import Limits, WorkerCrashed, WorkerTimeout
 
 
 class Capabilities(BaseModel):
-    """What the sandbox enforces here, as the first worker of a pool reported it."""
+    """What the sandbox enforces here, as a pool's session host reported it. `isolation` is the unit that tool
+    code cannot see past (a process per session); `session_namespaces`: each session also has its own user,
+    mount and pid namespace (a private /tmp, /var/tmp, /dev/shm and /proc, and a process limit of its own)."""
 
     runner: str
+    isolation: str
+    session_namespaces: bool
     network_namespace: bool
     mount_isolation: bool
     pid_namespace: bool
@@ -38,13 +42,15 @@ class Capabilities(BaseModel):
 def capabilities(pool: SandboxPool | None = None) -> Capabilities:
     """Start (or reuse) a worker and report what it could and could not enforce."""
     pool = pool or default_pool()
-    if pool.report is None:
+    if pool.report is None or "isolation" not in pool.report:
         slot = pool.slots[0]
         with slot.lock:
             slot.ensure_worker()
     report = pool.report or {}
     return Capabilities(
         runner=pool.runner.name,
+        isolation=str(report.get("isolation", "unknown")),
+        session_namespaces=bool(report.get("session_namespaces")),
         network_namespace=bool(report.get("network_namespace")),
         mount_isolation=bool(report.get("mount_isolation")),
         pid_namespace=bool(report.get("pid_namespace")),

@@ -5,6 +5,11 @@ standard library only, so it starts in milliseconds and drags nothing of the fac
 It confines itself before it reads any untrusted code (namespaces, read-only filesystem, rlimits, an
 unprivileged uid), then answers length-prefixed requests: marshal from the parent (trusted), JSON back
 (the parent never unpickles what untrusted code could have written).
+
+A function worker forks a child per one-off function. A session host runs no untrusted code: per
+environment it forks a template (own uid, tools.py imported once, then frozen for copy-on-write), and
+per session the template forks a process (own user, mount and pid namespaces where allowed) that
+answers the parent directly on a socket the host passed over; only that process holds the session.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import contextlib
 import csv
 import ctypes
 import functools
+import gc
 import importlib
 import json
 import marshal
@@ -22,6 +28,7 @@ import resource
 import select
 import shutil
 import signal
+import socket
 import sqlite3
 import struct
 import sys
@@ -40,6 +47,12 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWIPC = 0x08000000
+SESSION_NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC  # each session's own
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}  # clone(2)'s number; with no stack it returns twice, as fork() does
+SESSIONS_PER_TEMPLATE = 4096  # processes a template's uid may hold beyond one session's own limit
 HEADER = struct.Struct(">I")
 # The standard-library modules code verifiers import (answer matching, state checks): loaded once per worker,
 # so the children forked for each verdict do not load them again.
@@ -159,8 +172,8 @@ def _become_pid_one(rfd: int, wfd: int) -> None:
     pid = os.fork()
     if pid == 0:
         return
-    os.close(rfd)
-    os.close(wfd)
+    for fd in {rfd, wfd}:
+        os.close(fd)
     while True:
         try:
             _, status = os.waitpid(pid, 0)
@@ -212,6 +225,7 @@ def confine(cfg: dict, rfd: int, wfd: int) -> dict:
         else:
             report["notes"].append("mount namespace refused: writes outside the private dir rely on file permissions")
     uid = cfg.get("uid")
+    host = bool(cfg.get("host"))
     if root and uid is not None:
         os.chown(private, uid, uid)
     os.chdir(private)
@@ -230,12 +244,13 @@ def confine(cfg: dict, rfd: int, wfd: int) -> dict:
             report["rlimits"].append(name)
         except (ValueError, OSError) as e:
             report["notes"].append(f"{name}: {e}")
-    if root and uid is not None:
+    if root and uid is not None and host:
+        # A session host stays root (it never runs untrusted code) to give each environment's template its own uid.
+        report["unprivileged_uid"] = report["process_limit"] = True
+        report["rlimits"].append("RLIMIT_NPROC")
+    elif root and uid is not None:
         try:
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
+            _drop_to(uid, limits["nproc"])
             report["unprivileged_uid"] = True
             report["process_limit"] = True
             report["rlimits"].append("RLIMIT_NPROC")
@@ -247,7 +262,77 @@ def confine(cfg: dict, rfd: int, wfd: int) -> dict:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     report["private_dir"] = private
+    if host:
+        report["isolation"] = "process per session"
+        report["session_namespaces"] = libc is not None and _probe_session_namespaces(uid if root else None, limits)
+        if not report["session_namespaces"]:
+            report["notes"].append(
+                "no user namespace per session: sessions of one environment share a uid, so a session's "
+                "scratch and files-backend state rely on a private directory, not a private mount"
+            )
     return report
+
+
+def _drop_to(uid: int, nproc: int) -> None:
+    """Become `uid` with at most `nproc` processes of it; for good (the real, effective and saved ids)."""
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+
+
+def _probe_session_namespaces(uid, limits: dict) -> bool:
+    """Whether a session process (an unprivileged copy of a template) can get its own namespaces and scratch
+    mounts here: each host asks once, so the report says what sessions get."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if uid is not None:
+                _drop_to(uid, limits["nproc"] + SESSIONS_PER_TEMPLATE)
+            libc = _libc()
+            os._exit(0 if _session_namespaces(libc) and _private_scratch(libc, limits["scratch_bytes"]) else 1)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _session_namespaces(libc) -> bool:
+    """Enter a new user, mount, pid and IPC namespace (the next child is its pid 1), mapping only our own ids."""
+    uid, gid = os.getuid(), os.getgid()
+    return _unshare(libc, SESSION_NAMESPACES) and _map_own_ids(libc, uid, gid)
+
+
+def _map_own_ids(libc, uid: int, gid: int) -> bool:
+    """Map our uid and gid (as the parent namespace knows them) to themselves in our new user namespace."""
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # a uid drop left us undumpable: /proc/self would refuse the maps
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    except OSError:
+        return False
+    finally:
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return True
+
+
+def _clone_into_namespaces() -> int:
+    """fork(), with the child already in its session's namespaces (pid 1 of a new pid namespace): one copy
+    instead of two. -1 where clone(2) refuses (a template that tool code made multi-threaded) or is unknown."""
+    number = SYS_CLONE.get(os.uname().machine)
+    if number is None or PYLIBC is None:
+        return -1
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()  # what os.fork() does around the system call: locks, at-fork hooks, thread state
+    flags = ctypes.c_ulong(SESSION_NAMESPACES | signal.SIGCHLD)
+    none = ctypes.c_long(0)  # no new stack (the child goes on on a copy of ours), no tid or tls pointers
+    pid = PYLIBC.syscall(ctypes.c_long(number), flags, none, none, none, none)
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+    else:
+        api.PyOS_AfterFork_Parent()
+    return pid
 
 
 # --- framing -------------------------------------------------------------------------------
@@ -260,6 +345,7 @@ class Channel:
         self.rfd = rfd
         self.wfd = wfd
         self.buf = bytearray()
+        self.sock: socket.socket | None = None  # a session host's channel as a socket: it hands over descriptors
 
     def _fill(self, n: int) -> None:
         while len(self.buf) < n:
@@ -357,9 +443,11 @@ class Env:
 
 
 class Session:
-    def __init__(self, env: Env, root: str, sid: str):
+    """The one session a session process holds; `root` is its private scratch (its state dir lies under it)."""
+
+    def __init__(self, env: Env, root: str):
         self.env = env
-        self.dir = os.path.join(root, "sessions", sid) if env.backend == "files" else None
+        self.dir = os.path.join(root, "state") if env.backend == "files" else None
         self.conn = None
         if env.backend == "sqlite":
             self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -380,12 +468,6 @@ class Session:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(data)
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        else:
-            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _error(code: str, message: str, env_error: bool = False) -> list:
@@ -509,11 +591,12 @@ def _check_unguarded(session: Session, result: list, before: int) -> None:
         result.append("state_lost")
 
 
-def _send_result(chan: Channel, result: list) -> None:
-    if result[0] == "ok":
-        chan.send_raw(b'["ok",' + result[1] + (b",true]" if result[2] else b",false]"))
+def _send_result(chan: Channel, seq: int, result: list) -> None:
+    """A reply echoes its request's sequence number, so the parent can tell it from anything tool code wrote."""
+    if len(result) == 3 and type(result[1]) is bytes:  # a call's success: its value is JSON already
+        chan.send_raw(b'[%d,"ok",' % seq + result[1] + (b",true]" if result[2] else b",false]"))
     else:
-        chan.send(result)
+        chan.send([seq, *result])
 
 
 def _rows_sorted(rows: list, pk) -> list:
@@ -667,8 +750,8 @@ def _run_forked(parent: Channel, req: tuple) -> None:
     if pid == 0:
         os.close(c_in_w)
         os.close(c_out_r)
-        os.close(parent.rfd)
-        os.close(parent.wfd)
+        for fd in {parent.rfd, parent.wfd}:
+            os.close(fd)
         try:
             IN_CALL = True
             signal.setitimer(signal.ITIMER_REAL, timeout_s)
@@ -764,10 +847,9 @@ def _reap() -> None:
 # --- the request loop ----------------------------------------------------------------------
 
 
-def serve(chan: Channel, report: dict) -> None:
-    envs: dict[str, Env] = {}
-    sessions: dict[str, Session] = {}
-    private = report["private_dir"]
+def serve(chan: Channel, report: dict, cfg: dict) -> None:
+    """Answer the parent: one-off functions, and (a session host) templates and the sessions forked from them."""
+    templates: dict[str, Template] = {}
     chan.send(["hello", report])
     while True:
         try:
@@ -775,9 +857,10 @@ def serve(chan: Channel, report: dict) -> None:
         except EOFError:
             return
         try:
-            _dispatch(chan, req, envs, sessions, private)
+            _dispatch(chan, req, templates, report, cfg)
         except Exception as e:
             chan.send(["protocol_error", f"{type(e).__name__}: {e}"[:2000]])
+        _reap_zombies()
 
 
 def _load(source: str, backend: str, seed, files, read_only) -> Env:
@@ -795,50 +878,108 @@ def _load(source: str, backend: str, seed, files, read_only) -> Env:
             _reap()
 
 
-def _dispatch(chan: Channel, req, envs: dict, sessions: dict, private: str) -> None:
+class Template:
+    """The host's handle on one environment's template: a process that imported tools.py once and forks a
+    process per session. Whatever it sends is untrusted (its import ran tool code), so it is checked."""
+
+    def __init__(self, pid: int, sock: socket.socket, uid):
+        self.pid = pid
+        self.sock = sock
+        self.uid = uid
+
+    def exchange(self, payload: bytes, fds: list, timeout_s: float):
+        """Send a request (with descriptors) and read one JSON answer; None when it broke the protocol."""
+        try:
+            self.sock.setblocking(False)
+            try:
+                self.sock.recv(1, socket.MSG_PEEK)
+                return None  # it wrote something nobody asked for, or hung up
+            except BlockingIOError:
+                pass
+            self.sock.settimeout(timeout_s)
+            socket.send_fds(self.sock, [HEADER.pack(len(payload)) + payload], fds)
+            head = _recv_exact(self.sock, 4)
+            (n,) = HEADER.unpack(head)
+            if n > 1 << 24:
+                return None
+            return json.loads(_recv_exact(self.sock, n))
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def owns(self, pid) -> bool:
+        """Whether `pid` is one of this template's sessions (each environment has its own uid when we are root)."""
+        return pid != self.pid and _runs_as(pid, self.uid)
+
+    def end(self) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.sock.close()
+
+
+def _runs_as(pid, uid) -> bool:
+    """Whether `pid` names a process (not us, not init) running as `uid` (any, where uids are not ours to give)."""
+    if type(pid) is not int or pid <= 1 or pid == os.getpid():
+        return False
+    if uid is None or os.geteuid() != 0:
+        return True
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return all(int(u) == uid for u in line.split()[1:])
+    except OSError:
+        return False
+    return False
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+def _dispatch(chan: Channel, req, templates: dict, report: dict, cfg: dict) -> None:
     op = req[0]
-    if op == "call":
-        _, sid, tool, args, timeout_s, cpu_s = req
-        session = sessions[sid]
-        fn = session.env.namespace.get(tool)
-        if not callable(fn) or tool.startswith("_"):
-            chan.send(_error("not_implemented", f"tool {tool!r} has no implementation in tools.py"))
+    if op == "open":
+        key = req[1]
+        template = templates.get(key)
+        if chan.sock is None:
+            chan.send(["protocol_error", report["isolation"]])
             return
-        _send_result(chan, _run_tool(session, fn, args, timeout_s, cpu_s, tool not in session.env.read_only))
-    elif op == "reset":
-        sessions[req[1]].reset()
-        chan.send(["ok"])
-    elif op == "replay":
-        _, sid, calls, timeout_s, cpu_s = req
-        session = sessions[sid]
-        session.reset()
-        failed = 0
-        for tool, args in calls:
-            fn = session.env.namespace.get(tool)
-            guarded = tool not in session.env.read_only  # as the call ran the first time
-            if not callable(fn) or _run_tool(session, fn, args, timeout_s, cpu_s, guarded)[0] != "ok":
-                failed += 1
-        chan.send(["ok", failed])
-    elif op == "snapshot":
-        chan.send(["ok", *_snapshot(sessions[req[1]], req[2], req[3])])
-    elif op == "open":
-        _, sid, key = req
-        sessions[sid] = Session(envs[key], private, sid)
-        chan.send(["ok"])
-    elif op == "close":
-        session = sessions.pop(req[1], None)
-        if session is not None:
-            session.close()
+        if template is None:
+            chan.send(["template_lost", f"environment {key} is not loaded here"])
+            return
+        ours, theirs = socket.socketpair()
+        try:
+            reply = template.exchange(marshal.dumps(("open",)), [theirs.fileno()], 30.0)
+            theirs.close()
+            if not (type(reply) is list and len(reply) == 2 and reply[0] == "ok" and template.owns(reply[1])):
+                templates.pop(key).end()
+                chan.send(["template_lost", "the environment's template broke the protocol; it was replaced"])
+                return
+            frame = _dumps(["ok", reply[1]])
+            socket.send_fds(chan.sock, [HEADER.pack(len(frame)) + frame], [ours.fileno()])
+        finally:
+            ours.close()
+    elif op == "kill":  # a session's process, by the uid its environment's template was given (it may be gone)
+        _, uid, pid = req
+        if _runs_as(pid, uid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         chan.send(["ok"])
     elif op == "load":
-        _, key, source, backend, seed, files, read_only = req
-        try:
-            envs[key] = _load(source, backend, seed, files, read_only)
-            chan.send(["ok", sorted(k for k, v in envs[key].namespace.items() if callable(v))])
-        except BaseException as e:
-            chan.send(["load_error", f"{type(e).__name__}: {e}"[:2000]])
+        _, key, source, backend, seed, files, read_only, uid = req
+        if key in templates:
+            templates.pop(key).end()
+        chan.send(_start_template(chan, templates, key, (source, backend, seed, files, read_only), uid, report, cfg))
     elif op == "unload":
-        envs.pop(req[1], None)
+        template = templates.pop(req[1], None)
+        if template is not None:
+            template.end()
         chan.send(["ok"])
     elif op == "fn":
         _run_forked(chan, req)
@@ -846,8 +987,232 @@ def _dispatch(chan: Channel, req, envs: dict, sessions: dict, private: str) -> N
         chan.send(["protocol_error", f"unknown op {op!r}"])
 
 
+def _start_template(chan: Channel, templates: dict, key: str, load: tuple, uid, report: dict, cfg: dict) -> list:
+    """Fork a template for one environment: it drops to the environment's own uid, then imports tools.py."""
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _keep_fds(theirs.fileno())
+            _template_main(Channel(theirs.fileno(), theirs.fileno()), load, uid, report, cfg)
+        finally:
+            os._exit(0)
+    theirs.close()
+    template = Template(pid, ours, uid if os.geteuid() == 0 else None)
+    try:
+        ours.settimeout(60.0)
+        (n,) = HEADER.unpack(_recv_exact(ours, 4))
+        reply = json.loads(_recv_exact(ours, n)) if n <= 1 << 24 else None
+    except (OSError, EOFError, ValueError, RecursionError):
+        reply = None
+    if type(reply) is list and len(reply) == 2 and reply[0] == "ok" and type(reply[1]) is list:
+        templates[key] = template
+        return ["ok", [str(name) for name in reply[1]]]
+    template.end()
+    if type(reply) is list and len(reply) == 2 and reply[0] == "load_error":
+        return ["load_error", str(reply[1])[:2000]]
+    return ["load_error", "tools.py ended its process while it was imported"]
+
+
+def _keep_fds(*keep: int) -> None:
+    """Close every descriptor but stdio and `keep`: a child holds no other session's or the parent's channel."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def _template_main(chan: Channel, load: tuple, uid, report: dict, cfg: dict) -> None:
+    global MYPID, KILL_STRAYS, LAST_PID_FD, LAST_PID
+    MYPID, LAST_PID_FD, LAST_PID = os.getpid(), None, b""
+    limits = cfg["limits"]
+    home = os.path.join(report["private_dir"], f"t{os.getpid()}")
+    os.makedirs(home)
+    os.chdir(home)  # before the uid drop: the host's directory may be closed to others
+    if os.geteuid() == 0 and uid is not None:
+        os.chown(home, uid, uid)
+        _drop_to(uid, limits["nproc"] + SESSIONS_PER_TEMPLATE)
+        KILL_STRAYS = True
+    LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # without a uid of its own, the next best: no ptrace, no /proc/pid/mem
+    try:
+        env = _load(*load)
+        if env.backend == "sqlite":
+            env.seed_tables()  # read once here, shared by every session's snapshots
+    except BaseException as e:
+        chan.send(["load_error", f"{type(e).__name__}: {e}"[:2000]])
+        return
+    chan.send(["ok", sorted(k for k, v in env.namespace.items() if callable(v))])
+    KILL_STRAYS = False  # from now on this uid's processes are sessions
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # session processes are reaped by the kernel
+    sock = socket.socket(fileno=chan.rfd)
+    gc.collect()
+    gc.freeze()  # what the template holds stays shared with every session forked from it
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 1)
+        except OSError:
+            return
+        if not data:
+            return
+        try:
+            op = marshal.loads(data[4:])
+        except (ValueError, EOFError, TypeError):
+            op = None
+        if op != ("open",) or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            chan.send(["error", "bad request"])
+            continue
+        pid = _fork_session(env, fds[0], limits, report)
+        os.close(fds[0])
+        chan.send(["ok", pid])
+
+
+def _fork_session(env: Env, fd: int, limits: dict, report: dict) -> int:
+    """Start one session's process; it answers the parent directly over `fd`. Returns its pid (ours)."""
+    if report.get("session_namespaces"):
+        uid, gid = os.getuid(), os.getgid()
+        pid = _clone_into_namespaces()
+        if pid == 0:
+            try:
+                _keep_fds(fd)
+                if _map_own_ids(LIBC, uid, gid):
+                    _session_main(env, fd, limits, LIBC, True)
+            finally:
+                os._exit(0)
+        if pid > 0:
+            return pid
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _keep_fds(fd, w)
+            namespaced = bool(report.get("session_namespaces")) and _session_namespaces(LIBC)
+            child = os.fork() if namespaced else 0
+            if child:
+                os.write(w, str(child).encode())
+                os._exit(0)
+            if not namespaced:
+                os.write(w, str(os.getpid()).encode())
+            os.close(w)
+            _session_main(env, fd, limits, LIBC, namespaced)
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        return int(os.read(r, 32) or b"0")
+    finally:
+        os.close(r)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _private_scratch(libc, size: int) -> bool:
+    """Cover /tmp, /var/tmp and /dev/shm with tmpfs of our own (in our own mount namespace)."""
+    data = f"size={size},mode=0700"
+    return all(_mount(libc, "tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, data) for d in SCRATCH_TMPFS if os.path.isdir(d))
+
+
+def _drop_capabilities(libc) -> bool:
+    """Give up the capabilities a new user namespace grants, so tool code cannot unmount its private scratch."""
+    return libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), (_CapData * 2)()) == 0
+
+
+def _session_main(env: Env, fd: int, limits: dict, libc, namespaced: bool) -> None:
+    """One session's process: private scratch (its own tmpfs /tmp, /var/tmp and /dev/shm and /proc in its own
+    namespaces where the kernel allows, else a private directory), its own process limit, then its requests."""
+    global MYPID, KILL_STRAYS, LAST_PID_FD, LAST_PID
+    if namespaced:
+        if not _private_scratch(libc, limits["scratch_bytes"]):
+            os._exit(1)  # never a session on the host's shared scratch
+        if _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC):
+            LAST_PID_FD, LAST_PID = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY), b""
+        root = "/tmp/session"
+        os.makedirs(root, mode=0o700)
+        os.chdir(root)
+        KILL_STRAYS = True  # kill(-1) from pid 1 reaches this session's namespace only
+    else:
+        LAST_PID_FD = None
+        os.mkdir(f"s{os.getpid()}", 0o700)  # relative: the host's directory may be closed to this uid
+        os.chdir(f"s{os.getpid()}")
+        root = os.getcwd()
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+    MYPID = os.getpid()
+    if namespaced:  # counted in this session's own user namespace: its processes, not its siblings'
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
+        if not _drop_capabilities(libc):
+            os._exit(1)  # tool code would hold the capabilities to unmount its private scratch
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no sibling reads this process's memory through /proc or ptrace
+    os.environ["TMPDIR"] = root
+    if "tempfile" in sys.modules:
+        sys.modules["tempfile"].tempdir = None
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _serve_session(Channel(fd, fd), Session(env, root), None if namespaced else root)
+
+
+def _serve_session(chan: Channel, session: Session, leftover: str | None) -> None:
+    """Answer the parent until it hangs up; then go, with `leftover` (a private directory on a shared disk)."""
+    env = session.env
+    while True:
+        try:
+            req = chan.recv()
+        except (EOFError, OSError):
+            if leftover is not None:
+                shutil.rmtree(leftover, ignore_errors=True)
+            os._exit(0)
+        seq, op = req[0], req[1]
+        try:
+            if op == "call":
+                _, _, tool, args, timeout_s, cpu_s = req
+                fn = env.namespace.get(tool)
+                if not callable(fn) or tool.startswith("_"):
+                    result = _error("not_implemented", f"tool {tool!r} has no implementation in tools.py")
+                else:
+                    result = _run_tool(session, fn, args, timeout_s, cpu_s, tool not in env.read_only)
+            elif op == "snapshot":
+                result = ["ok", *_snapshot(session, req[2], req[3])]
+            elif op == "reset":
+                session.reset()
+                result = ["ok"]
+            elif op == "replay":
+                _, _, calls, timeout_s, cpu_s = req
+                session.reset()
+                failed = 0
+                for tool, args in calls:
+                    fn = env.namespace.get(tool)
+                    guarded = tool not in env.read_only  # as the call ran the first time
+                    if not callable(fn) or _run_tool(session, fn, args, timeout_s, cpu_s, guarded)[0] != "ok":
+                        failed += 1
+                result = ["ok", failed]
+            else:
+                result = ["protocol_error", f"unknown op {op!r}"]
+        except Exception as e:
+            result = ["protocol_error", f"{type(e).__name__}: {e}"[:2000]]
+        _send_result(chan, seq, result)
+
+
+def _reap_zombies() -> None:
+    """Collect the session processes that ended (a pid namespace's orphans come to us, its init)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def main() -> None:
-    global MYPID, KILL_STRAYS, LAST_PID_FD
+    global MYPID, KILL_STRAYS, LAST_PID_FD, LIBC, PYLIBC
     cfg = json.loads(sys.argv[1])
     rfd, wfd = os.dup(cfg["rfd"]), os.dup(cfg["wfd"])
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -857,17 +1222,29 @@ def main() -> None:
         importlib.import_module(name)
     report = confine(cfg, rfd, wfd)
     MYPID = os.getpid()
-    KILL_STRAYS = report["unprivileged_uid"]
+    KILL_STRAYS = report["unprivileged_uid"] and not cfg.get("host")
     if report["pid_namespace"] and report["private_proc"]:
         LAST_PID_FD = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY)
     sys.setrecursionlimit(2000)
-    serve(Channel(rfd, wfd), report)
+    LIBC = _libc()
+    PYLIBC = ctypes.PyDLL(None, use_errno=True)
+    PYLIBC.syscall.restype = ctypes.c_long
+    chan = Channel(rfd, wfd)
+    if cfg.get("host"):  # the parent's end is a socket (rfd is wfd's twin): session sockets travel over it
+        LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # a template of our uid (not root) cannot ptrace its way in
+        try:
+            chan.sock = socket.socket(fileno=os.dup(rfd))
+        except OSError:
+            report["isolation"] = "none: this runner's channel cannot hand a session its own socket"
+    serve(chan, report, cfg)
 
 
 MYPID = os.getpid()
 KILL_STRAYS = False
 LAST_PID_FD: int | None = None
 LAST_PID = b""
+LIBC = None  # libc through ctypes, loaded once by the worker and inherited by every forked process
+PYLIBC = None  # the same, holding the GIL through a call (clone(2) must not let go of it)
 IN_CALL = False  # untrusted code is running under the call clocks: their signals raise only then
 
 if __name__ == "__main__":

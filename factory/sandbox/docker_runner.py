@@ -122,10 +122,11 @@ class DockerRunner:
             binds={str(Path(WORKER_SCRIPT).parent): {"bind": str(Path(CONTAINER_SCRIPT).parent), "mode": "ro"}},
         )
 
-    def spawn(self, limits: Limits) -> DockerTransport:
+    def spawn(self, limits: Limits, host: bool = False) -> DockerTransport:
         cfg = {
             "rfd": 0,
             "wfd": 1,
+            "host": host,
             "limits": limits.model_dump(),
             "uid": None,
             "isolate": False,  # the container is the isolation

@@ -1,8 +1,11 @@
 """Pooled sandbox workers: session hosts pinned by slot, and fork servers for one-off untrusted functions.
 
-A slot is one long-lived worker that hosts many sessions. When its worker dies or hangs, the slot
-starts a replacement and asks every resident to restore itself there (the runtime replays each
-session's journal), so one bad call never silently loses another session's state.
+A slot is one long-lived session host: a confined worker that never runs untrusted code itself. For each
+environment it forks a template that imports tools.py once (under the environment's own uid), and the
+template forks one process per session, whose socket the host hands to this process: a call is one
+round trip on that socket, and what tool code does in it reaches no other session. When a session's
+process misbehaves only it is replaced (its journal replayed); when the host dies, the slot starts a
+replacement and every resident restores itself there.
 """
 
 from __future__ import annotations
@@ -20,10 +23,17 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from factory.models import ToolError, ToolResult
-from factory.sandbox.worker import Limits, LocalTransport, Transport, Worker, WorkerCrashed, WorkerTimeout
+from factory.sandbox.worker import (
+    Limits,
+    LocalTransport,
+    SessionProcess,
+    Transport,
+    Worker,
+    WorkerCrashed,
+    WorkerTimeout,
+)
 
 log = logging.getLogger(__name__)
-RESTORE_ATTEMPTS = 2
 
 
 class Runner(Protocol):
@@ -31,7 +41,7 @@ class Runner(Protocol):
 
     name: str
 
-    def spawn(self, limits: Limits) -> Transport: ...
+    def spawn(self, limits: Limits, host: bool = False) -> Transport: ...
 
 
 class LocalRunner:
@@ -40,18 +50,21 @@ class LocalRunner:
     def __init__(self, isolate: bool = True):
         self.isolate = isolate
 
-    def spawn(self, limits: Limits) -> Transport:
-        return LocalTransport(limits, isolate=self.isolate)
+    def spawn(self, limits: Limits, host: bool = False) -> Transport:
+        return LocalTransport(limits, isolate=self.isolate, host=host)
 
 
 class Resident(Protocol):
-    """Something that keeps state in a slot's worker and can rebuild it in a replacement."""
+    """Something that keeps state in a slot's host and rebuilds it when the host is gone."""
 
-    def restore(self, slot: Slot) -> None: ...
+    def host_lost(self, slot: Slot) -> None: ...
 
 
 class Slot:
-    """A worker position in the pool. Hold `lock` for any exchange with `worker`."""
+    """A session host's position in the pool. Hold `lock` for any exchange with `worker`.
+
+    `generation` counts the processes replaced here: the host, or one session's process.
+    """
 
     def __init__(self, pool: SandboxPool, index: int):
         self.pool = pool
@@ -59,15 +72,15 @@ class Slot:
         self.lock = threading.RLock()
         self.worker: Worker | None = None
         self.residents: dict[str, Resident] = {}
-        self.loaded: set[str] = set()
+        self.loaded: dict[str, int | None] = {}  # environment key -> the uid its template runs under here
         self.generation = 0
 
     def ensure_worker(self) -> Worker:
         if self.worker is None or self.worker.dead:
             if self.worker is not None:
                 self.worker.kill()
-            self.worker = self.pool.spawn_worker()
-            self.loaded = set()
+            self.worker = self.pool.spawn_worker(host=True)
+            self.loaded = {}
             self.generation += 1
         return self.worker
 
@@ -75,21 +88,36 @@ class Slot:
         """One exchange with this slot's worker (caller holds `lock`); a dead worker raises WorkerCrashed."""
         return self.ensure_worker().request(message, timeout_s)
 
-    def recover(self) -> None:
-        """Replace a dead or hung worker and restore every resident into the new one (caller holds `lock`)."""
-        for attempt in range(RESTORE_ATTEMPTS):
-            if self.worker is not None:
-                self.worker.kill()
-            self.worker = None
-            self.ensure_worker()
+    def open_session(self, key: str) -> tuple[list[Any], SessionProcess | None]:
+        """Have environment `key`'s template fork a process for a new session (caller holds `lock`)."""
+        reply, fd = self.ensure_worker().request_fd(("open", key), 30.0)
+        if reply[0] != "ok" or fd is None:
+            if fd is not None:
+                os.close(fd)
+            if reply[0] == "template_lost":
+                self.loaded.pop(key, None)
+            return reply, None
+        return reply, SessionProcess(fd, int(reply[1]), self.pool.limits, self.worker, self.loaded.get(key))
+
+    def end_session(self, proc: SessionProcess) -> None:
+        """Kill a session's process for good (caller holds `lock`): it may be running away with its call.
+        One of a host that is gone went with it (and its pid may name a process of the new host)."""
+        proc.close()
+        self.generation += 1
+        if proc.host is self.worker and self.worker is not None and not self.worker.dead:
             try:
-                for resident in list(self.residents.values()):
-                    resident.restore(self)
-                return
-            except (WorkerCrashed, WorkerTimeout) as e:
-                log.warning("sandbox slot %d: restore attempt %d failed: %s", self.index, attempt + 1, e)
+                self.request(("kill", proc.uid, proc.pid), 10.0)
+            except (WorkerCrashed, WorkerTimeout):
+                self.recover()
+
+    def recover(self) -> None:
+        """Replace a dead or hung host (caller holds `lock`); each resident rebuilds itself on its next use."""
         if self.worker is not None:
             self.worker.kill()
+        self.worker = None
+        for resident in list(self.residents.values()):
+            resident.host_lost(self)
+        self.ensure_worker()
 
 
 class SandboxPool:
@@ -106,9 +134,9 @@ class SandboxPool:
         self.report: dict[str, Any] | None = None
         self.closed = False
 
-    def spawn_worker(self) -> Worker:
-        worker = Worker(self.runner.spawn(self.limits), self.limits)
-        if self.report is None:
+    def spawn_worker(self, host: bool = False) -> Worker:
+        worker = Worker(self.runner.spawn(self.limits, host), self.limits)
+        if self.report is None or (host and "isolation" not in self.report):  # a host's report says more
             self.report = worker.report
             _warn_once(worker.report, self.runner.name)
         return worker
@@ -170,6 +198,8 @@ class SandboxPool:
             with slot.lock:
                 if slot.worker is not None:
                     slot.worker.kill()
+                for resident in slot.residents.values():
+                    resident.host_lost(slot)
                 slot.residents.clear()
         with self._fn_lock:
             for w in self._fn_free:

@@ -1,4 +1,5 @@
-"""The parent's handle on one sandbox worker process: spawn it confined, talk to it in frames, kill it.
+"""The parent's handles on sandbox processes: a worker (spawn it confined, talk to it in frames, kill it)
+and a session's own process (its socket, every reply checked against the request it answers).
 
 Frames are a 4-byte big-endian length and a payload: marshal towards the worker (the parent is
 trusted), JSON back (whatever untrusted code managed to write is only ever parsed as JSON, by
@@ -16,6 +17,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -48,6 +50,7 @@ class Limits(BaseModel):
     nproc: int = 64
     max_string_chars: int = 1 << 20
     max_frame_bytes: int = 256 << 20
+    scratch_bytes: int = 64 << 20  # the size of each of a session's own /tmp, /var/tmp and /dev/shm (tmpfs)
     grace_s: float = 1.0  # the parent waits this long past timeout_s before it kills the worker
 
 
@@ -57,6 +60,10 @@ class WorkerCrashed(RuntimeError):
 
 class WorkerTimeout(RuntimeError):
     """The worker did not answer before the deadline; it must be killed and replaced."""
+
+
+class SessionStale(WorkerCrashed):
+    """A session process was found gone or holding bytes nobody asked for before a request was sent."""
 
 
 class Transport(Protocol):
@@ -84,23 +91,44 @@ def scrubbed_env(home: str) -> dict[str, str]:
 
 
 def worker_uid() -> int:
-    """A uid no one else uses, so RLIMIT_NPROC counts this worker's processes only."""
-    return 200_000 + (os.getpid() % 20_000) * 256 + next(_uid_counter) % 256
+    """A uid no one else uses (a worker's, or one environment's in one host), so RLIMIT_NPROC counts its processes
+    only and no other's files or processes are its own."""
+    return 200_000 + (os.getpid() % 100_000) * 4096 + next(_uid_counter) % 4096
+
+
+def write_all(fd: int, data: bytes, timeout_s: float = 30.0) -> None:
+    """Write all of `data` to a non-blocking descriptor, waiting for room while the peer reads a large message."""
+    try:
+        written = os.write(fd, data)
+    except BlockingIOError:
+        written = 0
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
+    deadline = time.monotonic() + timeout_s
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise WorkerTimeout("the process does not read its channel") from None
+            select.select([], [fd], [], wait)
 
 
 class LocalTransport:
-    """A worker as a child process of this one, over two pipes."""
+    """A worker as a child process of this one, over a socket pair (a session host passes descriptors on it)."""
 
-    def __init__(self, limits: Limits, isolate: bool = True):
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
+    def __init__(self, limits: Limits, isolate: bool = True, host: bool = False):
+        ours, theirs = socket.socketpair()
         base = factory_home() / "sandbox"
         base.mkdir(parents=True, exist_ok=True)
         self.private = tempfile.mkdtemp(prefix="worker-", dir=base)
         uid = worker_uid() if os.geteuid() == 0 else None
         cfg = {
-            "rfd": to_child_r,
-            "wfd": from_child_w,
+            "rfd": theirs.fileno(),
+            "wfd": theirs.fileno(),
+            "host": host,
             "limits": limits.model_dump(),
             "uid": uid,
             "isolate": isolate,
@@ -110,7 +138,7 @@ class LocalTransport:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-s", "-P", "-B", str(WORKER_SCRIPT), json.dumps(cfg)],
-                pass_fds=(to_child_r, from_child_w),
+                pass_fds=(theirs.fileno(),),
                 env=scrubbed_env(self.private),
                 cwd=self.private,
                 stdin=subprocess.DEVNULL,
@@ -119,10 +147,9 @@ class LocalTransport:
                 start_new_session=True,
             )
         finally:
-            os.close(to_child_r)
-            os.close(from_child_w)
-        self.rfd = from_child_r
-        self.wfd = to_child_w
+            theirs.close()
+        self.sock = ours
+        self.rfd = self.wfd = ours.fileno()
         os.set_blocking(self.rfd, False)  # read first, poll only when nothing is there yet
         self.poller = select.poll()
         self.poller.register(self.rfd, select.POLLIN)
@@ -130,18 +157,27 @@ class LocalTransport:
 
     def write_all(self, data: bytes) -> None:
         try:
-            written = os.write(self.wfd, data)
-            if written < len(data):
-                view = memoryview(data)[written:]
-                while view:
-                    view = view[os.write(self.wfd, view) :]
+            write_all(self.wfd, data)
         except OSError as e:
-            raise WorkerCrashed(f"worker pipe closed: {e}") from e
+            raise WorkerCrashed(f"worker channel closed: {e}") from e
 
     def read_some(self, deadline: float) -> bytes:
         while True:
             try:
                 return os.read(self.rfd, 1 << 16)
+            except BlockingIOError:
+                pass
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise WorkerTimeout("no answer before the deadline")
+            self.poller.poll(wait * 1000)
+
+    def recv_fds(self, deadline: float) -> tuple[bytes, list[int]]:
+        """Bytes and the descriptors that came with them (a session host's answer to `open`)."""
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.sock, 1 << 16, 1)
+                return data, fds
             except BlockingIOError:
                 pass
             wait = deadline - time.monotonic()
@@ -159,9 +195,7 @@ class LocalTransport:
             self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        for fd in (self.rfd, self.wfd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self.sock.close()
         shutil.rmtree(self.private, ignore_errors=True)
 
     def exit_status(self) -> int | None:
@@ -170,30 +204,15 @@ class LocalTransport:
         return None
 
 
-class Worker:
-    """One confined worker process. `lock` serialises its request/answer exchanges across threads."""
+class Frames:
+    """Reads length-prefixed JSON frames off a transport: one read per frame in the usual case."""
 
-    def __init__(self, transport: Transport, limits: Limits, hello_timeout_s: float = 30.0):
-        self.transport = transport
-        self.limits = limits
-        self.lock = threading.Lock()
-        self.buf = bytearray()
-        self.dead = False
-        try:
-            hello = self.recv(time.monotonic() + hello_timeout_s)
-        except (WorkerCrashed, WorkerTimeout):
-            self.kill()
-            raise
-        if not hello or hello[0] != "hello":
-            self.kill()
-            raise WorkerCrashed(f"worker did not say hello: {hello!r}")
-        self.report: dict[str, Any] = hello[1]
+    transport: Transport
+    limits: Limits
+    buf: bytearray
+    dead: bool
 
-    def send(self, message: Any) -> None:
-        payload = marshal.dumps(message)
-        self.transport.write_all(HEADER.pack(len(payload)) + payload)
-
-    def recv(self, deadline: float) -> list[Any]:
+    def recv(self, deadline: float) -> Any:
         buf = self.buf
         if not buf:  # the usual case: one read brings exactly one whole frame
             chunk = self.transport.read_some(deadline)
@@ -208,7 +227,7 @@ class Worker:
                 (n,) = HEADER.unpack_from(buf)
                 if n > self.limits.max_frame_bytes:
                     self.dead = True
-                    raise WorkerCrashed(f"worker sent a frame of {n} bytes")
+                    raise WorkerCrashed(f"sent a frame of {n} bytes")
                 if len(buf) >= 4 + n:
                     payload = bytes(buf[4 : 4 + n])
                     del buf[: 4 + n]
@@ -219,7 +238,7 @@ class Worker:
                 raise WorkerCrashed(self.death_note())
             buf += chunk
 
-    def _parse(self, payload: bytes) -> list[Any]:
+    def _parse(self, payload: bytes) -> Any:
         """Parse a frame with pydantic-core (fast); the standard parser takes what it refuses (deep nesting)."""
         try:
             return from_json(payload)
@@ -229,7 +248,34 @@ class Worker:
             return json.loads(payload)
         except (ValueError, RecursionError) as e:
             self.dead = True
-            raise WorkerCrashed("worker sent a garbled frame") from e
+            raise WorkerCrashed("sent a garbled frame") from e
+
+    def death_note(self) -> str:
+        return "closed its channel"
+
+
+class Worker(Frames):
+    """One confined worker process. `lock` serialises its request/answer exchanges across threads."""
+
+    def __init__(self, transport: Transport, limits: Limits, hello_timeout_s: float = 30.0):
+        self.transport = transport
+        self.limits = limits
+        self.lock = threading.Lock()
+        self.buf = bytearray()
+        self.dead = False
+        try:
+            hello = self.recv(time.monotonic() + hello_timeout_s)
+        except (WorkerCrashed, WorkerTimeout):
+            self.kill()
+            raise
+        if not isinstance(hello, list) or not hello or hello[0] != "hello":
+            self.kill()
+            raise WorkerCrashed(f"worker did not say hello: {hello!r}")
+        self.report: dict[str, Any] = hello[1]
+
+    def send(self, message: Any) -> None:
+        payload = marshal.dumps(message)
+        self.transport.write_all(HEADER.pack(len(payload)) + payload)
 
     def request(self, message: Any, timeout_s: float) -> list[Any]:
         """One exchange; the caller holds `lock`."""
@@ -241,6 +287,29 @@ class Worker:
         except (WorkerCrashed, WorkerTimeout):
             self.dead = True
             raise
+
+    def request_fd(self, message: Any, timeout_s: float) -> tuple[list[Any], int | None]:
+        """An exchange whose answer may bring a descriptor (a session's socket); only a session host's do."""
+        recv_fds = getattr(self.transport, "recv_fds", None)
+        if recv_fds is None:
+            raise WorkerCrashed(f"a {type(self.transport).__name__} cannot hand over session sockets")
+        if self.dead:
+            raise WorkerCrashed("worker is dead")
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.send(message)
+            data, fds = recv_fds(deadline)
+            if not data:
+                self.dead = True
+                raise WorkerCrashed(self.death_note())
+            for extra in fds[1:]:
+                os.close(extra)
+            self.buf += data
+            reply = self.recv(deadline)
+        except (WorkerCrashed, WorkerTimeout):
+            self.dead = True
+            raise
+        return reply, fds[0] if fds else None
 
     def death_note(self) -> str:
         status = self.transport.exit_status()
@@ -254,3 +323,86 @@ class Worker:
     def kill(self) -> None:
         self.dead = True
         self.transport.kill()
+
+
+class _SocketEnd:
+    """The parent's end of a session process's socket, as a transport."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        os.set_blocking(fd, False)
+        self.poller = select.poll()
+        self.poller.register(fd, select.POLLIN)
+
+    def write_all(self, data: bytes) -> None:
+        try:
+            write_all(self.fd, data)
+        except OSError as e:
+            raise WorkerCrashed(f"session socket closed: {e}") from e
+
+    def read_some(self, deadline: float) -> bytes:
+        while True:
+            try:
+                return os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                pass
+            except OSError:
+                return b""
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise WorkerTimeout("no answer before the deadline")
+            self.poller.poll(wait * 1000)
+
+
+class SessionProcess(Frames):
+    """The parent's handle on one session's own process: a socket of its own, one exchange at a time.
+
+    Tool code runs in that process and can write to the socket, so every reply is checked: it must echo
+    its request's sequence number and nothing may follow it or precede the next request. Any of that,
+    a death or a timeout marks the process dead; its owner has the host kill it and starts a new one.
+    """
+
+    def __init__(self, fd: int, pid: int, limits: Limits, host: Worker | None = None, uid: int | None = None):
+        self.transport = self.end = _SocketEnd(fd)
+        self.pid = pid  # in the host's pid namespace: only `host` can act on it, and only on a process of `uid`
+        self.host = host
+        self.uid = uid
+        self.limits = limits
+        self.buf = bytearray()
+        self.dead = False
+        self.seq = 0
+
+    def request(self, message: tuple[Any, ...], timeout_s: float) -> list[Any]:
+        """Send `message` and return the reply (its sequence number taken off); marshal's ValueError for
+        arguments that are not plain data is raised before anything is sent."""
+        if self.dead:
+            raise SessionStale("session process is gone")
+        seq = self.seq = self.seq + 1
+        payload = marshal.dumps((seq, *message))
+        if self.end.poller.poll(0):  # readable before we asked anything: stray bytes, or the process ended
+            self.dead = True
+            raise SessionStale("session process wrote between requests, or ended")
+        try:
+            self.end.write_all(HEADER.pack(len(payload)) + payload)
+            reply = self.recv(time.monotonic() + timeout_s)
+        except (WorkerCrashed, WorkerTimeout):
+            self.dead = True
+            raise
+        if type(reply) is not list or not reply or reply[0] != seq:
+            self.dead = True
+            raise WorkerCrashed("session process sent a reply to no request of ours (forged or reordered)")
+        if self.buf:
+            self.dead = True
+            raise WorkerCrashed("session process sent bytes after its reply")
+        return reply[1:]
+
+    def death_note(self) -> str:
+        return "session process ended"
+
+    def close(self) -> None:
+        """Hang up: the process reads end-of-file and exits."""
+        self.dead = True
+        if self.end.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.end.fd)
+            self.end.fd = -1
