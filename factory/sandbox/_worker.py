@@ -392,23 +392,28 @@ def _json_default(o):
     return str(o)
 
 
-_ENCODER = json.JSONEncoder(default=_json_default, separators=(",", ":"))  # bound before untrusted code runs
-_MARKERS: dict = {}  # the C encoder's cycle check; left dirty by an encoding that raised
-_C_ENCODE = (
-    json.encoder.c_make_encoder(
-        _MARKERS, _json_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-    )
-    if json.encoder.c_make_encoder is not None
-    else None
-)
+def _encoders(allow_nan: bool):
+    """A JSON encoder and its C function (None without the C accelerator), bound before untrusted code runs."""
+    encoder = json.JSONEncoder(default=_json_default, separators=(",", ":"), allow_nan=allow_nan)
+    make = json.encoder.c_make_encoder
+    args = (_MARKERS, _json_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, allow_nan)
+    return encoder, (make(*args) if make is not None else None)
 
 
-def _dumps(value) -> bytes:
-    """What `_ENCODER.encode` writes, without building a C encoder per call (JSONEncoder.encode does)."""
-    if _C_ENCODE is None:
-        return _ENCODER.encode(value).encode()
+_MARKERS: dict = {}  # the C encoders' cycle check; left dirty by an encoding that raised
+_ENCODER, _C_ENCODE = _encoders(allow_nan=True)
+# A tool's result goes to JSON clients as it is: Infinity and NaN are not JSON, so such a result is refused.
+_STRICT_ENCODER, _C_STRICT = _encoders(allow_nan=False)
+
+
+def _dumps(value, strict: bool = False) -> bytes:
+    """What `JSONEncoder.encode` writes, without building a C encoder per call (JSONEncoder.encode does).
+    `strict`: a non-finite number raises ValueError."""
+    encode = _C_STRICT if strict else _C_ENCODE
+    if encode is None:
+        return (_STRICT_ENCODER if strict else _ENCODER).encode(value).encode()
     try:
-        return "".join(_C_ENCODE(value, 0)).encode()
+        return "".join(encode(value, 0)).encode()
     except BaseException:
         _MARKERS.clear()
         raise
@@ -537,7 +542,7 @@ def _run_tool(session: Session, fn, args: dict, timeout_s: float, cpu_s: float, 
                 err = value["error"]
                 result = _error(str(err.get("code") or "error"), str(err.get("message") or ""))
             else:
-                payload = _dumps(value)
+                payload = _dumps(value, strict=True)
                 if len(payload) > MAX_RESULT_BYTES:
                     result = _error("tool_exception", f"result of {len(payload)} bytes is over the limit")
                 else:

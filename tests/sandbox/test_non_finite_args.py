@@ -22,6 +22,11 @@ TOOLS_PY = """
 def set_price(state, product_id, price, extra=None):
     state.execute("UPDATE products SET price = ? WHERE id = ?", [price, product_id])
     return {"id": product_id, "price": price}
+
+def inflate(state, product_id):
+    (price,) = state.execute("SELECT price FROM products WHERE id = ?", [product_id]).fetchone()
+    state.execute("UPDATE products SET price = ? WHERE id = ?", [price * 1e308 * 10, product_id])
+    return {"id": product_id, "price": price * 1e308 * 10}
 """
 
 
@@ -63,7 +68,13 @@ def price_bundle(root: Path) -> Path:
                     "required": ["product_id", "price"],
                 },
                 mutates=True,
-            )
+            ),
+            ToolSpec(
+                name="inflate",
+                description="overflow a product's price",
+                parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}, "required": []},
+                mutates=True,
+            ),
         ],
     )
     (out / "env.json").write_text(spec.model_dump_json())
@@ -93,6 +104,15 @@ def test_runtime_refuses_non_finite_arguments_and_keeps_the_state(prices, args, 
         assert s.snapshot() == before
         assert s.call("set_price", {"product_id": 1, "price": 12.5}).ok
         assert s.snapshot().tables["products"] == [{"id": 1, "price": 12.5}]
+
+
+def test_a_result_holding_infinity_is_a_tool_error_and_its_write_is_undone(prices):
+    """Infinity is not JSON: such a result would reach an MCP client as a document it cannot parse."""
+    with prices.session() as s:
+        before = s.snapshot()
+        r = s.call("inflate", {"product_id": 1})
+        assert not r.ok and r.error.code == "tool_exception" and "JSON" in r.error.message, r.error
+        assert s.snapshot() == before
 
 
 def test_cli_call_refuses_infinity(tmp_path):
