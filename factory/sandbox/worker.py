@@ -265,7 +265,7 @@ class Worker(Frames):
         self.dead = False
         try:
             hello = self.recv(time.monotonic() + hello_timeout_s)
-        except (WorkerCrashed, WorkerTimeout):
+        except BaseException:  # a signal (Ctrl-C, SIGTERM) during the hello too: no worker left unregistered
             self.kill()
             raise
         if not isinstance(hello, list) or not hello or hello[0] != "hello":
