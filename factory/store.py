@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -194,3 +195,28 @@ def write_json_if_changed(path: Path, value: Any) -> tuple[str, bool]:
     if path.is_file() and path.read_bytes() == data:
         return sha256_bytes(data), False
     return write_bytes_atomic(path, data), True
+
+
+def write_parquet(rows: list[dict[str, Any]], schema: Any, path: str | Path) -> str:
+    """Rows as a parquet table of `schema` (a pyarrow schema), written atomically; returns its content hash."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), buffer)
+    return write_bytes_atomic(Path(path), buffer.getvalue())
+
+
+def read_parquet(path: str | Path, schema: Any, what: str) -> list[dict[str, Any]]:
+    """The rows of a parquet table holding `schema`'s columns; ValueError names the file and what it is not."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(Path(path))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise ValueError(f"{path}: not a parquet {what} ({e})") from e
+    missing = [n for n in schema.names if n not in table.column_names]
+    if missing:
+        raise ValueError(f"{path}: not a {what} (missing columns {', '.join(missing)})")
+    return table.select(schema.names).to_pylist()

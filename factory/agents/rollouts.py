@@ -10,7 +10,6 @@ one, or whose policy raised, is no measurement of the policy: pass rates leave i
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections.abc import Sequence
@@ -19,14 +18,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import Field
 
 from factory.agents.policies import Episode, EpisodeResult, Policy
 from factory.envs.runtime import Environment
 from factory.models import Rollout, Task, ToolCall, ToolResult, Trajectory
 from factory.sandbox import SandboxPool
-from factory.store import dir_content_hash, hash_value, write_bytes_atomic
+from factory.store import dir_content_hash, hash_value, read_parquet, write_parquet
 from factory.verify.code import Runner
 from factory.verify.rubric import RubricReward
 from factory.verify.scoring import gold_trajectory, judge, rubric_reward_setting
@@ -212,24 +210,16 @@ def _row(rollout: RolloutRow) -> dict[str, Any]:
 
 def write_rollouts(rows: Sequence[RolloutRow], path: str | Path) -> str:
     """Write the rollouts table atomically (one flat schema, nested values as JSON text); returns its hash."""
-    buffer = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist([_row(r) for r in rows], schema=SCHEMA), buffer)
-    return write_bytes_atomic(Path(path), buffer.getvalue())
+    return write_parquet([_row(r) for r in rows], SCHEMA, path)
 
 
 def read_rollouts(path: str | Path) -> list[RolloutRow]:
     """Read a rollouts table back; a file that is not one raises ValueError naming what is wrong."""
-    try:
-        table = pq.read_table(Path(path))
-    except (pa.ArrowInvalid, OSError) as e:
-        raise ValueError(f"{path}: not a parquet rollouts table ({e})") from e
-    missing = [n for n in SCHEMA.names if n not in table.column_names]
-    if missing:
-        raise ValueError(f"{path}: not a rollouts table (missing columns {', '.join(missing)})")
+    rows = read_parquet(path, SCHEMA, "rollouts table")
     try:
         return [
             RolloutRow.model_validate({k: json.loads(v) if k in JSON_COLUMNS else v for k, v in row.items()})
-            for row in table.select(SCHEMA.names).to_pylist()
+            for row in rows
         ]
     except (ValueError, TypeError) as e:
         raise ValueError(f"{path}: malformed rollout row ({e})") from e

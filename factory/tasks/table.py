@@ -7,16 +7,14 @@ has the same flat schema. Written atomically through the store.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from factory.models import Task
-from factory.store import write_bytes_atomic
+from factory.store import read_parquet, write_parquet
 
 JSON_COLUMNS = ("answer", "gold", "rubric", "difficulty", "capabilities", "refusals", "origin", "lineage")
 SCHEMA = pa.schema(
@@ -56,27 +54,15 @@ def row_task(row: dict[str, Any]) -> Task:
     return Task.model_validate({k: json.loads(v) if k in JSON_COLUMNS else v for k, v in row.items()})
 
 
-def tasks_table(tasks: list[Task]) -> pa.Table:
-    return pa.Table.from_pylist([task_row(t) for t in tasks], schema=SCHEMA)
-
-
 def write_tasks(tasks: list[Task], path: str | Path) -> str:
     """Write the table atomically; returns its content hash."""
-    buffer = io.BytesIO()
-    pq.write_table(tasks_table(tasks), buffer)
-    return write_bytes_atomic(Path(path), buffer.getvalue())
+    return write_parquet([task_row(t) for t in tasks], SCHEMA, path)
 
 
 def read_tasks(path: str | Path) -> list[Task]:
     """Read a tasks table back; a file that is not one raises ValueError naming what is wrong."""
+    rows = read_parquet(path, SCHEMA, "tasks table")
     try:
-        table = pq.read_table(Path(path))
-    except (pa.ArrowInvalid, OSError) as e:
-        raise ValueError(f"{path}: not a parquet tasks table ({e})") from e
-    missing = [n for n in SCHEMA.names if n not in table.column_names]
-    if missing:
-        raise ValueError(f"{path}: not a tasks table (missing columns {', '.join(missing)})")
-    try:
-        return [row_task(r) for r in table.select(SCHEMA.names).to_pylist()]
+        return [row_task(r) for r in rows]
     except (ValueError, TypeError) as e:
         raise ValueError(f"{path}: malformed task row ({e})") from e
