@@ -481,7 +481,7 @@ def _loads(
 
 
 def _idle_rss_kb(url: str, pid: int, probe: ReadProbe, count: int) -> float:
-    """RSS (server + its workers) added per session that made one call and then sat idle."""
+    """Memory (PSS of the server and its sandbox processes) added per session that made one call and then sat idle."""
 
     async def hold() -> float:
         before = _rss_kb(pid)
@@ -496,12 +496,13 @@ def _idle_rss_kb(url: str, pid: int, probe: ReadProbe, count: int) -> float:
 
 
 def _rss_kb(pid: int) -> int:
-    """VmRSS of `pid` and its descendants, in kB (memory_of rounds to 0.1 MB, too coarse per session)."""
+    """Resident memory of `pid` and its descendants in kB, as PSS (memory_of rounds to 0.1 MB, too coarse per
+    session): each session is a process sharing its template's pages, which a VmRSS sum counts once per process."""
     total = 0
     for p in process_tree(pid):
         with contextlib.suppress(OSError):
-            status = Path(f"/proc/{p}/status").read_text()
-            total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+            rollup = Path(f"/proc/{p}/smaps_rollup").read_text()
+            total += next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
     return total
 
 
