@@ -116,6 +116,19 @@ def write_all(fd: int, data: bytes, timeout_s: float = 30.0) -> None:
             select.select([], [fd], [], wait)
 
 
+def read_some(fd: int, poller: select.poll, deadline: float) -> bytes:
+    """What a non-blocking descriptor has (read first, poll only when nothing is there yet), by `deadline`."""
+    while True:
+        try:
+            return os.read(fd, 1 << 16)
+        except BlockingIOError:
+            pass
+        wait = deadline - time.monotonic()
+        if wait <= 0:
+            raise WorkerTimeout("no answer before the deadline")
+        poller.poll(wait * 1000)
+
+
 class LocalTransport:
     """A worker as a child process of this one, over a socket pair (a session host passes descriptors on it)."""
 
@@ -162,15 +175,7 @@ class LocalTransport:
             raise WorkerCrashed(f"worker channel closed: {e}") from e
 
     def read_some(self, deadline: float) -> bytes:
-        while True:
-            try:
-                return os.read(self.rfd, 1 << 16)
-            except BlockingIOError:
-                pass
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                raise WorkerTimeout("no answer before the deadline")
-            self.poller.poll(wait * 1000)
+        return read_some(self.rfd, self.poller, deadline)
 
     def recv_fds(self, deadline: float) -> tuple[bytes, list[int]]:
         """Bytes and the descriptors that came with them (a session host's answer to `open`)."""
@@ -341,17 +346,10 @@ class _SocketEnd:
             raise WorkerCrashed(f"session socket closed: {e}") from e
 
     def read_some(self, deadline: float) -> bytes:
-        while True:
-            try:
-                return os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                pass
-            except OSError:
-                return b""
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                raise WorkerTimeout("no answer before the deadline")
-            self.poller.poll(wait * 1000)
+        try:
+            return read_some(self.fd, self.poller, deadline)
+        except OSError:  # a reset socket reads as the end of the stream
+            return b""
 
 
 class SessionProcess(Frames):
