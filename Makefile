@@ -5,13 +5,16 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TRAIN_STAMP := $(VENV)/.installed-train
+# The CPU build of torch that verl needs, taken before verl so nothing pulls a CUDA build of several GB.
+TORCH := torch==2.13.0
 export FACTORY_HOME ?= $(CURDIR)/.factory
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DAGSTER_HOME ?= $(FACTORY_HOME)/dagster
 UI_HOST ?= 127.0.0.1
 UI_PORT ?= 3000
 
-.PHONY: install system-deps run test bench ui lint clean
+.PHONY: install install-train system-deps run test bench ui lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,7 +22,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# verl, Ray and the CPU build of torch: the training tests (and the Ray rollout backend) need them.
+$(TRAIN_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet '$(TORCH)'
+	$(BIN)/pip install --quiet -e '.[dev,train]'
+	touch $(TRAIN_STAMP)
+
 install: $(STAMP) system-deps
+
+install-train: $(TRAIN_STAMP)
 
 # Optional system tools: bubblewrap hardens the sandbox, chromium runs the UI test.
 # Installed where apt is available and we are root; everything works (and says so) without them.
@@ -39,7 +50,7 @@ system-deps:
 run: $(STAMP)
 	$(BIN)/factory run
 
-test: install
+test: install install-train
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
