@@ -1,7 +1,9 @@
-"""The local rollout engine: episodes of a policy on an environment's tasks, judged by each task's verifier.
+"""The rollout engine: episodes of a policy on an environment's tasks, judged by each task's verifier.
 
-One `Environment.open` per call; every episode gets its own session, and a thread pool runs many at once (tool
-code runs in the sandbox's processes, so threads only wait). The verdict comes from the task's own verifier
+Locally, one `Environment.open` per call; every episode gets its own session, and a thread pool runs many at
+once (tool code runs in the sandbox's processes, so threads only wait). The Ray backend
+(`factory.agents.ray_backend`) runs the same episodes in actors that each hold the environment, on this
+machine or a cluster, and gives the same rows. The verdict comes from the task's own verifier
 (`factory.verify.scoring.judge`) on the episode session's initial and final states, which this engine holds
 and the policy never touches but through `session.call`. Environment faults (a crash, a timeout: a result's
 `env_error`) are recorded apart from the errors tools return to the agent on purpose, and a rollout that met
@@ -30,6 +32,7 @@ from factory.verify.rubric import RubricReward
 from factory.verify.scoring import gold_trajectory, judge, rubric_reward_setting
 
 Pool = Literal["too_easy", "learnable", "too_hard"]
+Backend = Literal["local", "ray"]
 
 
 class RolloutRow(Rollout):
@@ -113,7 +116,7 @@ def _fault(call: ToolCall, result: ToolResult) -> str:
     return f"{call.tool}: {error.code}: {error.message}" if error else f"{call.tool}: failed"
 
 
-def _episode(
+def run_episode(
     env: Environment,
     task: Task,
     gold: Trajectory | None,
@@ -124,7 +127,7 @@ def _episode(
     reward_rule: RubricReward,
     runner: Runner | None,
 ) -> RolloutRow:
-    """One episode in a fresh session, judged by the task's verifier."""
+    """One episode in a fresh session, judged by the task's verifier (both backends run this)."""
     executed: list[tuple[ToolCall, ToolResult]] = []
     started = time.perf_counter()
     with env.session() as session:
@@ -179,13 +182,33 @@ def run_rollouts(
     round: int = 0,
     rubric_reward: str | None = None,
     pool: SandboxPool | None = None,
+    backend: Backend = "local",
+    ray_address: str | None = None,
 ) -> list[RolloutRow]:
     """`samples` episodes of `policy` on each task, `workers` at a time; rows in task order, then sample order.
     A policy that reads the gold gets each task's gold as a trajectory (a program task's gold is run once in a
-    fresh session to get its calls)."""
+    fresh session to get its calls). `backend="ray"` runs them in Ray actors (each opens its own sandbox pool,
+    so `pool` is the local backend's only; `ray_address`, else FACTORY_RAY_ADDRESS, names a cluster, else a
+    local Ray is started) and gives the same rows."""
     if workers < 1 or samples < 1:
         raise ValueError(f"workers and samples must be at least 1 (got workers={workers}, samples={samples})")
+    if backend not in ("local", "ray"):
+        raise ValueError(f"rollout backend must be 'local' or 'ray', not {backend!r}")
     reward_rule = rubric_reward_setting(rubric_reward)
+    if backend == "ray":
+        from factory.agents.ray_backend import run_rollouts_ray  # ray is optional: imported only when asked for
+
+        return run_rollouts_ray(
+            bundle_path,
+            tasks,
+            policy,
+            seed,
+            workers=workers,
+            samples=samples,
+            round=round,
+            reward_rule=reward_rule,
+            address=ray_address,
+        )
     runner = pool.run_function if pool else None
     with Environment.open(bundle_path, pool=pool) as env, ThreadPoolExecutor(max_workers=workers) as threads:
         golds: list[Trajectory | None] = [None] * len(tasks)
@@ -193,7 +216,7 @@ def run_rollouts(
             golds = list(threads.map(lambda t: gold_trajectory(t, env.session)[0], tasks))
         jobs = [(task, gold, k) for task, gold in zip(tasks, golds, strict=True) for k in range(samples)]
         return list(
-            threads.map(lambda j: _episode(env, j[0], j[1], policy, seed, j[2], round, reward_rule, runner), jobs)
+            threads.map(lambda j: run_episode(env, j[0], j[1], policy, seed, j[2], round, reward_rule, runner), jobs)
         )
 
 

@@ -1,14 +1,20 @@
-"""The local rollout engine: concurrent episodes judged by the task's verifier, the parquet table, content keys,
-environment faults kept apart from agent errors, and pass-rate pooling."""
+"""The rollout engine, locally: concurrent episodes judged by the task's verifier, the parquet table, content keys,
+environment faults kept apart from agent errors, and pass-rate pooling; and what the Ray backend needs that no
+Ray is needed to check (tests/agents/test_ray_rollouts.py runs it on a local Ray).
+"""
 
 from __future__ import annotations
 
+import pickle
+import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from factory.agents.policies import CallTool, Episode, EpisodeResult, Policy, make_policy
+from factory.agents.policies import POLICIES, CallTool, Episode, EpisodeResult, Policy, make_policy
+from factory.agents.ray_backend import RAY_ADDRESS_ENV, bundle_files, connect
 from factory.agents.rollouts import (
     RolloutRow,
     pass_rates,
@@ -157,3 +163,68 @@ def test_bad_arguments_are_refused(shop_bundle, shop_tasks):
         run_rollouts(shop_bundle, shop_tasks, make_policy("noop"), seed=0, workers=0)
     with pytest.raises(ValueError, match="rubric reward must be"):
         run_rollouts(Path(shop_bundle), shop_tasks, make_policy("noop"), seed=0, rubric_reward="most")
+    with pytest.raises(ValueError, match="rollout backend must be 'local' or 'ray', not 'dask'"):
+        run_rollouts(shop_bundle, shop_tasks, make_policy("noop"), seed=0, backend="dask")  # type: ignore[arg-type]
+
+
+# --- the Ray backend without Ray (tests/agents/test_ray_rollouts.py runs it on a local Ray) -----------------
+
+
+def test_the_ray_backend_without_ray_says_how_to_install_it(shop_bundle, shop_tasks, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if it were not installed
+    with pytest.raises(RuntimeError, match=re.escape("needs ray, which is not installed: pip install -e '.[train]'")):
+        run_rollouts(shop_bundle, shop_tasks, make_policy("oracle"), seed=0, backend="ray")
+    assert len(run_rollouts(shop_bundle, shop_tasks[:1], make_policy("oracle"), seed=0)) == 1, "local needs no ray"
+
+
+class FakeRay:
+    """Records how Ray would be started."""
+
+    def __init__(self):
+        self.inits: list[dict] = []
+
+    def is_initialized(self) -> bool:
+        return bool(self.inits)
+
+    def init(self, **options) -> None:
+        self.inits.append(options)
+
+
+@pytest.mark.parametrize(
+    ("argument", "env", "address"),
+    [
+        (None, None, None),
+        (None, "ray://head:10001", "ray://head:10001"),
+        ("ray://b:10001", "ray://head:10001", "ray://b:10001"),
+    ],
+)
+def test_ray_joins_the_named_cluster_else_starts_locally_once(monkeypatch, argument, env, address):
+    fake = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    if env is None:
+        monkeypatch.delenv(RAY_ADDRESS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(RAY_ADDRESS_ENV, env)
+    assert connect(argument) is fake and connect(argument) is fake
+    [options] = fake.inits  # a started session is reused
+    assert options["address"] == address
+    assert options.get("include_dashboard", True) is (address is not None), "no dashboard for a local Ray"
+
+
+def test_the_bundle_travels_as_its_files(shop_bundle, tmp_path):
+    bundle = copy_bundle(shop_bundle, tmp_path / "shop")
+    (bundle / "__pycache__").mkdir(exist_ok=True)
+    (bundle / "__pycache__" / "tools.cpython-311.pyc").write_bytes(b"stale")
+    (bundle / "state" / "deep").mkdir(parents=True)
+    (bundle / "state" / "deep" / "a.json").write_text("{}")
+    files = bundle_files(bundle)
+    top = {p.name for p in shop_bundle.iterdir() if p.is_file()}
+    assert "tools.py" in top and set(files) == top | {"state/deep/a.json"}, "every file, caches left out"
+    assert files["seed.sqlite"] == (shop_bundle / "seed.sqlite").read_bytes()
+
+
+def test_every_registered_policy_can_be_shipped_to_an_actor():
+    for name, cls in POLICIES.items():
+        policy = cls(settings={"api_key": "sk-test"}) if name == "llm" else make_policy(name)
+        back = pickle.loads(pickle.dumps(policy))
+        assert type(back) is cls and back.policy_id == policy.policy_id and back.config == policy.config
