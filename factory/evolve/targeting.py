@@ -18,6 +18,7 @@ from pydantic import Field
 from factory.envs.bundle import Bundle
 from factory.evolve.diagnosis import TargetedGuideline
 from factory.models import Guideline, Model, Origin, Task
+from factory.sandbox import SandboxPool
 from factory.tasks.difficulty import KNOBS, Knobs, knobs_for
 from factory.tasks.synthesize import TaskKindChoice, TaskSynthesis, synthesize_tasks
 
@@ -54,7 +55,7 @@ def targeted_knobs(guideline: Guideline, base_knobs: Knobs) -> Knobs:
         raise ValueError(f"guideline {guideline.id}: bad knob value ({e})") from e
 
 
-def _shares(n: int, parts: int) -> list[int]:
+def split_budget(n: int, parts: int) -> list[int]:
     """`n` tasks split over `parts` runs as evenly as it goes, the first runs taking the remainder (none: no run)."""
     return [n // parts + (i < n % parts) for i in range(parts)]
 
@@ -65,7 +66,12 @@ def _stamped(task: Task, round: int, guideline_id: str | None) -> Task:
 
 
 def _run(
-    bundle: Bundle, plans: Sequence[tuple[str, str | None, Knobs, int]], seed: int, round: int, kind: TaskKindChoice
+    bundle: Bundle,
+    plans: Sequence[tuple[str, str | None, Knobs, int]],
+    seed: int,
+    round: int,
+    kind: TaskKindChoice,
+    pool: SandboxPool | None,
 ) -> TargetedSynthesis:
     """One synthesis run per plan (run key, guideline id, knobs, tasks), stamped and deduplicated by task id."""
     out = TargetedSynthesis(env_id=bundle.spec.id, round=round)
@@ -73,7 +79,7 @@ def _run(
     for key, guideline_id, knobs, n in plans:
         if n <= 0:
             continue
-        result = synthesize_tasks(bundle, n=n, seed=seed, kind=kind, knobs=knobs)
+        result = synthesize_tasks(bundle, n=n, seed=seed, kind=kind, knobs=knobs, pool=pool)
         out.runs[key] = result
         for task in result.tasks:
             if task.id not in seen:
@@ -103,6 +109,7 @@ def synthesize_targeted(
     *,
     base_knobs: Knobs | None = None,
     kind: TaskKindChoice = "both",
+    pool: SandboxPool | None = None,
 ) -> TargetedSynthesis:
     """About `n` tasks for this environment, split over the guidelines that name it, each at the knobs its
     guideline turns on top of `base_knobs` (None: the FACTORY_DIFFICULTY preset). An environment no guideline
@@ -111,8 +118,8 @@ def synthesize_targeted(
     bundle = _open(bundle_dir)
     base = base_knobs or knobs_for()
     mine = [g for g in targeted if g.env_id == bundle.spec.id]
-    plans = [(g.id, g.id, targeted_knobs(g, base), k) for g, k in zip(mine, _shares(n, len(mine)), strict=True)]
-    return _run(bundle, plans, seed, round, kind)
+    plans = [(g.id, g.id, targeted_knobs(g, base), k) for g, k in zip(mine, split_budget(n, len(mine)), strict=True)]
+    return _run(bundle, plans, seed, round, kind, pool)
 
 
 def random_knobs(base_knobs: Knobs, rng: random.Random) -> Knobs:
@@ -131,6 +138,7 @@ def random_control(
     *,
     base_knobs: Knobs | None = None,
     kind: TaskKindChoice = "both",
+    pool: SandboxPool | None = None,
 ) -> TargetedSynthesis:
     """The control of `synthesize_targeted`: the same budget (the same `n`, split into as many runs as this
     environment has guidelines) spent on random knob settings, seeded by `seed`, `round` and the environment."""
@@ -139,5 +147,5 @@ def random_control(
     base = base_knobs or knobs_for()
     runs = sum(g.env_id == bundle.spec.id for g in targeted)
     rng = random.Random(f"control:{seed}:{round}:{bundle.spec.id}")
-    plans = [(f"control-{i}", None, random_knobs(base, rng), k) for i, k in enumerate(_shares(n, runs))]
-    return _run(bundle, plans, seed, round, kind)
+    plans = [(f"control-{i}", None, random_knobs(base, rng), k) for i, k in enumerate(split_budget(n, runs))]
+    return _run(bundle, plans, seed, round, kind, pool)
