@@ -32,6 +32,11 @@ def _env(home: Path) -> dict[str, str]:
     )
 
 
+def _hangup_by_default() -> None:
+    """A run started under nohup inherits an ignored SIGHUP, which `factory run` keeps ignored on purpose."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _start(home: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [str(BIN / "factory"), "run", "--category", CATEGORY, *args],
@@ -40,6 +45,7 @@ def _start(home: Path, *args: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=_hangup_by_default,
     )
 
 
