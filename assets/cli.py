@@ -43,12 +43,91 @@ def run_cmd(
         fail(f"interrupted: run {e.run_id} is recorded as failed; FACTORY_HOME is free again", 130)
     except KeyboardInterrupt:
         fail("interrupted; FACTORY_HOME is free again", 130)
+    if summary.evolution and summary.evolution.round:
+        e = summary.evolution
+        typer.echo(
+            f"evolution round {e.round}: weak categories {', '.join(e.weak_categories) or 'none'}, "
+            f"{e.targeted_tasks} targeted tasks"
+        )
     typer.echo(f"\nfinished in {summary.seconds:.0f} s: {len(summary.categories)} categories")
     typer.echo(f"results:   {store.artifacts}")
     typer.echo(f"dagster:   DAGSTER_HOME={store.dagster_home}")
     typer.echo("open the UI: make ui   (then http://127.0.0.1:3000)")
     if not summary.ok:
         fail("failed: " + ", ".join(f"{k} ({v})" for k, v in summary.failed.items()))
+
+
+@app.command("evolve")
+def evolve_cmd(
+    policy: Annotated[
+        str | None, typer.Option(help="The policy in the arena; default: FACTORY_POLICY, else first-page.")
+    ] = None,
+    control: Annotated[
+        str, typer.Option(help="diagnosis: target the weak spots; random: the same budget on random knobs.")
+    ] = "diagnosis",
+    round: Annotated[
+        int | None, typer.Option(help="The round to run (a kept one is reused); default: the next round.", min=1)
+    ] = None,
+    category: Annotated[
+        list[str] | None, typer.Option(help="Only these categories (repeatable); default: all of the taxonomy.")
+    ] = None,
+    tasks_per_env: Annotated[int, typer.Option(help="Fresh arena tasks per arena environment.", min=1)] = 8,
+    samples: Annotated[int, typer.Option(help="Rollouts per arena task (the k of its pass rate).", min=1)] = 2,
+    targeted_per_env: Annotated[int, typer.Option(help="Targeted tasks per weak environment.", min=1)] = 8,
+    wait_timeout: Annotated[
+        float, typer.Option(help="Seconds to wait for another writer of FACTORY_HOME.", min=0)
+    ] = DEFAULT_WAIT_S,
+) -> None:
+    """One evolution round on what `factory run` built: the arena, the diagnosis, targeted tasks for the weak
+    categories. Ends with one JSON line: round, weak_categories, gaps, targeted_tasks, rematerialized_partitions."""
+    from assets.evolve_round import evolve_round
+    from assets.run import RunInterrupted, writer
+    from factory.agents.policies import POLICIES
+    from factory.home_lock import HomeLocked
+    from factory.pipeline.artifacts import load_taxonomy
+    from factory.pipeline.evolve.rounds import next_round
+    from factory.pipeline.registry import VERIFIERS
+    from factory.pipeline.runner import load_manifest
+    from factory.store import Store
+
+    if policy is not None and policy not in POLICIES:
+        fail(f"--policy: unknown policy {policy!r}; known policies: {', '.join(sorted(POLICIES))}", 2)
+    if control not in ("diagnosis", "random"):
+        fail(f"--control must be diagnosis or random, not {control!r}", 2)
+    store = Store()
+    try:
+        known = load_taxonomy(store).categories()
+    except FileNotFoundError:
+        fail(f"nothing built under {store.home}: run `factory run` first", 2)
+    unknown = sorted(set(category or []) - set(known))
+    if unknown:
+        fail(f"unknown categories: {', '.join(unknown)} (known: {', '.join(known)})", 2)
+    categories = [c for c in (category or known) if load_manifest(store, VERIFIERS, c) is not None]
+    if not categories:
+        fail(f"no verified tasks under {store.artifacts}: run `factory run` first", 2)
+    stop_on_signals()
+    try:
+        with writer(store, typer.echo, wait_timeout) as runner:
+            summary = evolve_round(
+                runner,
+                store,
+                categories,
+                round=round or next_round(store, known),
+                policy=policy,
+                control=control,  # type: ignore[arg-type]
+                arena={"tasks_per_env": tasks_per_env, "samples": samples},
+                targeted={"tasks_per_env": targeted_per_env},
+                echo=typer.echo,
+            )
+    except HomeLocked as e:
+        fail(str(e))
+    except RunInterrupted as e:
+        fail(f"interrupted: run {e.run_id} is recorded as failed; FACTORY_HOME is free again", 130)
+    except KeyboardInterrupt:
+        fail("interrupted; FACTORY_HOME is free again", 130)
+    typer.echo(summary.json_line())
+    if summary.failed:
+        raise typer.Exit(1)
 
 
 def stop_on_signals() -> None:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 from dagster._core.events import RunFailureReason
 
+from assets.evolve_round import EvolutionSummary
 from factory.home_lock import DEFAULT_WAIT_S, clean_sandbox_leftovers, home_lock
 from factory.pipeline.artifacts import load_taxonomy
 from factory.pipeline.registry import CATEGORY_GROUPS
@@ -51,6 +53,7 @@ class RunSummary:
     categories: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    evolution: EvolutionSummary | None = None
 
     @property
     def ok(self) -> bool:
@@ -73,13 +76,24 @@ def run_factory(
     categories: Sequence[str] = (),
     echo: Callable[[str], None] = print,
     wait_s: float = DEFAULT_WAIT_S,
+    evolve: bool = True,
 ) -> RunSummary:
-    """Run discovery, then each category's build and tasks jobs; a failed category does not stop the others.
+    """Run discovery, then each category's build and tasks jobs (a failed category does not stop the others),
+    then, with `evolve`, the current evolution round on the categories that built."""
+    start = time.monotonic()
+    with writer(store, echo, wait_s) as runner:
+        summary = _run_jobs(runner, store, categories, echo, evolve)
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+@contextmanager
+def writer(store: Store, echo: Callable[[str], None], wait_s: float) -> Iterator[JobRunner]:
+    """FACTORY_HOME's one writer: its lock held, leftovers of killed runs cleaned, the instance open.
 
     Waits up to `wait_s` for another writer of the same home, then raises `HomeLocked`.
     """
     with home_lock(store.home, wait_s=wait_s, on_wait=echo) as holder:
-        start = time.monotonic()
         if removed := clean_sandbox_leftovers(store.home):
             echo(f"removed {removed} sandbox directories left by a killed run")
         with dg.DagsterInstance.from_config(str(prepare_dagster_home(store))) as instance:
@@ -88,12 +102,10 @@ def run_factory(
                 echo(f"marked run {run_id} failed: {killed}")
             tags = {WRITER_TAG: "run", PID_TAG: str(holder.pid)}
             try:
-                summary = _run_jobs(instance, store, categories, echo, tags)
+                yield JobRunner(instance, store, tags)
             except KeyboardInterrupt:  # a signal outside Dagster's own handling (e.g. while a run starts)
                 fail_unfinished_runs(instance, "`factory run` was interrupted by a signal", tags)
                 raise
-    summary.seconds = time.monotonic() - start
-    return summary
 
 
 def fail_unfinished_runs(instance: dg.DagsterInstance, reason: str, tags: dict[str, str] | None = None) -> list[str]:
@@ -108,27 +120,26 @@ def fail_unfinished_runs(instance: dg.DagsterInstance, reason: str, tags: dict[s
     return [run.run_id for run in runs]
 
 
-def _run_jobs(
-    instance: dg.DagsterInstance,
-    store: Store,
-    categories: Sequence[str],
-    echo: Callable[[str], None],
-    tags: dict[str, str],
-) -> RunSummary:
-    from assets.definitions import defs
-    from assets.jobs import job_name
-    from resources import StoreResource, default_resources
+class JobRunner:
+    """Executes the code location's jobs in this process, on one instance, with the run's tags and resources."""
 
-    summary = RunSummary()
-    resources = {**default_resources(), "store": StoreResource(home=str(store.home))}
+    def __init__(self, instance: dg.DagsterInstance, store: Store, tags: dict[str, str]):
+        from assets.definitions import defs
+        from resources import StoreResource, default_resources
 
-    def execute(job: str, partition: str | None = None) -> str | None:
-        result = defs.resolve_job_def(job_name(job)).execute_in_process(
-            instance=instance,
+        self.instance = instance
+        self.defs = defs
+        self.tags = tags
+        self.resources = {**default_resources(), "store": StoreResource(home=str(store.home))}
+
+    def execute(self, job: str, partition: str | None = None, run_config: dict | None = None) -> str | None:
+        """Run `job` (for `partition`); None when it succeeded, else what failed, for the terminal."""
+        result = self.defs.resolve_job_def(job).execute_in_process(
+            instance=self.instance,
             partition_key=partition,
-            resources=resources,
-            run_config=LOG_CONFIG,
-            tags=tags,
+            resources=self.resources,
+            run_config={**LOG_CONFIG, **(run_config or {})},
+            tags=self.tags,
             raise_on_error=False,
         )
         if result.success:
@@ -137,8 +148,20 @@ def _run_jobs(
             raise RunInterrupted(result.run_id)
         return _failure(result)
 
+
+def _run_jobs(
+    runner: JobRunner,
+    store: Store,
+    categories: Sequence[str],
+    echo: Callable[[str], None],
+    evolve: bool,
+) -> RunSummary:
+    from assets.evolve_round import evolve_round
+    from assets.jobs import job_name
+
+    summary = RunSummary()
     echo("[discovery] materializing topics, taxonomy")
-    failure = execute("discovery")
+    failure = runner.execute(job_name("discovery"))
     if failure:
         summary.failed["discovery"] = failure
         echo(f"  failed:\n{failure}")
@@ -151,11 +174,15 @@ def _run_jobs(
     for i, category in enumerate(summary.categories, 1):
         echo(f"[{i}/{len(summary.categories)} categories] {category}")
         for job in CATEGORY_GROUPS:
-            failure = execute(job, category)
+            failure = runner.execute(job_name(job), category)
             if failure:
                 summary.failed[category] = f"{job} failed"
                 echo(f"  {job} failed:\n{failure}")
                 break
+    built = [c for c in summary.categories if c not in summary.failed]
+    if evolve and built:
+        summary.evolution = evolve_round(runner, store, built, echo=echo)
+        summary.failed |= summary.evolution.failed
     return summary
 
 

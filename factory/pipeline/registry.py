@@ -14,7 +14,7 @@ from typing import Literal
 from factory.pipeline.code_versions import cached_code_version
 from factory.store import Store
 
-Group = Literal["discovery", "build", "tasks"]
+Group = Literal["discovery", "build", "tasks", "evolve"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ TOOL_TESTS = Stage("tool_tests", "build", "factory.pipeline.build.tool_tests", r
 TOOL_GRAPHS = Stage("tool_graphs", "build", "factory.pipeline.build.tool_graphs", row_count="tools")
 TASKS = Stage("tasks", "tasks", "factory.pipeline.tasks.tasks", row_count="candidates")
 VERIFIERS = Stage("verifiers", "tasks", "factory.pipeline.tasks.verifiers", row_count="tasks")
+ROLLOUTS = Stage("rollouts", "evolve", "factory.pipeline.evolve.rollouts", row_count="episodes")
+DIAGNOSES = Stage("diagnoses", "evolve", "factory.pipeline.evolve.diagnoses", partitioned=False)
+TARGETED_TASKS = Stage("targeted_tasks", "evolve", "factory.pipeline.evolve.targeted", row_count="tasks")
 
 STAGES: tuple[Stage, ...] = (
     TOPICS,
@@ -55,8 +58,12 @@ STAGES: tuple[Stage, ...] = (
     TOOL_GRAPHS,
     TASKS,
     VERIFIERS,
+    ROLLOUTS,
+    DIAGNOSES,
+    TARGETED_TASKS,
 )
 CATEGORY_GROUPS: tuple[Group, ...] = ("build", "tasks")  # partitioned by category, run in this order
+# One job per group; the evolve group mixes partitioned and unpartitioned stages, so it has a job per stage.
 GROUPS: tuple[Group, ...] = ("discovery", *CATEGORY_GROUPS)
 
 
