@@ -2,7 +2,7 @@
 
 A hand-written version is never bumped when a generator changes, so a rerun would answer changed code
 with stale artifacts. Here the version of a stage is derived from the source of its module and of every
-`factory` module it imports (at the top or inside a function, found by reading the source, not by
+`factory` or `training` module it imports (at the top or inside a function, found by reading the source, not by
 importing it) or runs as a script by file name (the sandbox worker), plus the data files shipped
 inside those packages (the topic catalog) and the versions of the libraries they import.
 """
@@ -17,7 +17,7 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from pathlib import Path
 
-PACKAGE = "factory"
+PACKAGES = ("factory", "training")  # our code: a stage closure follows imports into these
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding the `factory` package
 VERSION_LENGTH = 16
 # Modules that name stages and compute versions, not what a stage produces: editing them (adding a
@@ -70,7 +70,7 @@ def imported_modules(module: str, root: Path = SOURCE_ROOT) -> set[str]:
     path, imports, py_names = _facts(module, root)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     scripts = {f"{package}.{n.removesuffix('.py')}" for n in py_names if "/" not in n and (path.parent / n).is_file()}
-    ours = {m for m in imports | scripts if m == PACKAGE or m.startswith(PACKAGE + ".")}
+    ours = {m for m in imports | scripts if m.split(".")[0] in PACKAGES}
     modules = {m for m in ours if module_file(m, root) is not None}
     return modules | {p for m in modules for p in _parents(m)}
 
@@ -88,7 +88,7 @@ def _library_versions(modules: list[str], root: Path) -> dict[str, str]:
     top: set[str] = set()
     for m in modules:
         top |= {name.split(".")[0] for name in _facts(m, root)[1]}
-    top -= {PACKAGE, "", *sys.stdlib_module_names}
+    top -= {*PACKAGES, "", *sys.stdlib_module_names}
     mapping = _distributions()
     out: dict[str, str] = {}
     for name in sorted(top):
