@@ -12,6 +12,7 @@ import typer
 from factory.cli import app, main
 from factory.console import fail
 from factory.home_lock import DEFAULT_WAIT_S
+from training.cli import train_cmd
 
 
 @app.command("run")
@@ -128,6 +129,9 @@ def evolve_cmd(
     typer.echo(summary.json_line())
     if summary.failed:
         raise typer.Exit(1)
+
+
+app.command("train")(train_cmd)
 
 
 def stop_on_signals() -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import build, discovery, evolve, tasks
+from assets import build, discovery, evolve, tasks, training
 from assets.evolve import arena_round_sensor, evolve_jobs, nightly_evolution, targeted_tasks_sensor
 from assets.jobs import jobs
 from resources import default_resources
 
-all_assets = dg.load_assets_from_modules([discovery, build, tasks, evolve])
+all_assets = dg.load_assets_from_modules([discovery, build, tasks, evolve, training])
 
 # Steps run in the run's own process: a category's stages are sequential anyway, and a process per
 # step would spend more time importing than working on a 2-core machine.

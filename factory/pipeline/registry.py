@@ -14,7 +14,7 @@ from typing import Literal
 from factory.pipeline.code_versions import cached_code_version
 from factory.store import Store
 
-Group = Literal["discovery", "build", "tasks", "evolve"]
+Group = Literal["discovery", "build", "tasks", "evolve", "train"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ VERIFIERS = Stage("verifiers", "tasks", "factory.pipeline.tasks.verifiers", row_
 ROLLOUTS = Stage("rollouts", "evolve", "factory.pipeline.evolve.rollouts", row_count="episodes")
 DIAGNOSES = Stage("diagnoses", "evolve", "factory.pipeline.evolve.diagnoses", partitioned=False)
 TARGETED_TASKS = Stage("targeted_tasks", "evolve", "factory.pipeline.evolve.targeted", row_count="tasks")
+TRAINING_DATASET = Stage("training_dataset", "train", "training.prepare", partitioned=False)
+POLICY_CHECKPOINT = Stage("policy_checkpoint", "train", "training.launch", partitioned=False)
 
 STAGES: tuple[Stage, ...] = (
     TOPICS,
@@ -61,9 +63,12 @@ STAGES: tuple[Stage, ...] = (
     ROLLOUTS,
     DIAGNOSES,
     TARGETED_TASKS,
+    TRAINING_DATASET,
+    POLICY_CHECKPOINT,
 )
 CATEGORY_GROUPS: tuple[Group, ...] = ("build", "tasks")  # partitioned by category, run in this order
-# One job per group; the evolve group mixes partitioned and unpartitioned stages, so it has a job per stage.
+# One job per group; the evolve group mixes partitioned and unpartitioned stages, so it has a job per stage, and
+# the train group (verl, the `train` extra) is materialized on its own or by `factory train`.
 GROUPS: tuple[Group, ...] = ("discovery", *CATEGORY_GROUPS)
 
 

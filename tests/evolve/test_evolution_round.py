@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pyarrow.parquet as pq
 import pytest
 
 from assets.definitions import defs
@@ -22,7 +23,7 @@ from factory.agents.rollouts import read_rollouts
 from factory.pipeline.evolve.diagnoses import load_diagnosis, round_history
 from factory.pipeline.evolve.rollouts import ARENA_TASKS_PARQUET, ROLLOUTS_PARQUET
 from factory.pipeline.evolve.rounds import kept_rounds, round_dir
-from factory.pipeline.evolve.targeted import TARGETED_JSON, TargetedRecord
+from factory.pipeline.evolve.targeted import TARGETED_JSON, TargetedRecord, category_targeted
 from factory.pipeline.registry import ROLLOUTS, TARGETED_TASKS
 from factory.pipeline.runner import load_manifest
 from factory.store import Store, hash_dir, read_json
@@ -177,6 +178,26 @@ def test_complete_rounds_are_diagnosed_and_the_schedule_starts_the_next(world):
     assert sorted(r.partition_key for r in requests) == categories
     rounds = {r.run_config["ops"]["rollouts"]["config"]["round"] for r in requests}
     assert len(rounds) == 1 and rounds.pop() > max(kept_rounds(store))
+
+
+@pytest.mark.slow
+def test_training_takes_the_targeted_tasks_and_records_that_nothing_was_launched_without_a_gpu(world, monkeypatch):
+    pytest.importorskip("verl", reason="the train extra is not installed")
+    home, instance, categories = world
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr("training.launch.visible_gpus", lambda: 0)
+    result = _run(instance, home, ["training_dataset", "policy_checkpoint"])
+    meta = {
+        e.materialization.asset_key.to_user_string(): e.materialization.metadata
+        for e in result.get_asset_materialization_events()
+    }
+    store = Store(home)
+    targeted = {t.id for c in categories for t in category_targeted(store, c)}
+    rows = pq.read_table(meta["training_dataset"]["dataset"].value).to_pylist()
+    exported = {r["extra_info"]["task_id"] for r in rows}
+    assert targeted and targeted <= exported, "the latest targeted tasks are trained on"
+    assert meta["policy_checkpoint"]["launched"].value is False
+    assert meta["policy_checkpoint"]["status"].value.startswith("not launched")
 
 
 @pytest.mark.slow
