@@ -31,6 +31,7 @@ Row = dict[str, Any]
 # same dates and no row is from another era (birth dates aside).
 REFERENCE_DATE = dt.date(2026, 3, 31)
 DATE_START = dt.date(2024, 10, 1)
+SCOPE_ROWS = 5  # rows of the largest table per value of a field every table shares (`shared_fields`)
 DATE_DAYS = (REFERENCE_DATE - DATE_START).days + 1  # DATE_START .. REFERENCE_DATE, both included
 
 _PERSON = {
@@ -242,8 +243,18 @@ def _generation_order(f: FieldSpec) -> int:
 class _EntityRows:
     """Rows of one entity, generated with its own seeded Faker and random source."""
 
-    def __init__(self, entity: EntitySpec, seed: int, parents: dict[str, list[Row]], by_name: dict[str, EntitySpec]):
+    def __init__(
+        self,
+        entity: EntitySpec,
+        seed: int,
+        parents: dict[str, list[Row]],
+        by_name: dict[str, EntitySpec],
+        shared: dict[str, list[Any]] | None = None,
+        scopes: tuple[str, ...] = (),
+    ):
         self.entity = entity
+        self.shared = shared or {}  # field -> the values rows draw from (`shared_fields`)
+        self.scopes = scopes  # every shared field, which a row takes from its parent when that has it
         s = _derived_seed(seed, entity.name)
         self.rng = random.Random(s)
         self.fake = Faker("en_US")
@@ -285,11 +296,29 @@ class _EntityRows:
                 row[f.name] = format_id(prefix, i) if f.type == "string" else i
             elif f.references:
                 row[f.name] = self._reference(f, earlier)
+            elif f.name in self.shared:
+                row[f.name] = self.rng.choice(self.shared[f.name])
             else:
                 row[f.name] = self._unique(f, row, i)
         row = {f.name: row[f.name] for f in self.entity.fields}
+        self._inherit_scope(row)
         self._make_consistent(row)
         return row
+
+    def _inherit_scope(self, row: Row) -> None:
+        """A shared field takes the value of the first parent row that has it: a repository is in its owner's
+        scope, a pull request in its repository's."""
+        for name in self.scopes:
+            for f in self.entity.fields:
+                parent_name, _, col = (f.references or "").partition(".")
+                parent = self.by_name.get(parent_name)
+                if parent is None or parent_name == self.entity.name or row.get(f.name) is None:
+                    continue
+                key = col or parent.primary_key
+                found = next((r for r in self.parents.get(parent.table) or [] if r.get(key) == row[f.name]), None)
+                if found is not None and found.get(name) is not None:
+                    row[name] = found[name]
+                    break
 
     def _reference(self, f: FieldSpec, earlier: list[Row]) -> Any:
         parent_name, _, col = (f.references or "").partition(".")
@@ -664,11 +693,56 @@ def _iso(moment: dt.datetime, kind: str) -> str:
     return moment.date().isoformat() if kind == "date" else moment.isoformat()
 
 
+def shared_fields(entities: list[EntitySpec]) -> list[str]:
+    """Plain text fields that every entity has (git's `repo_path`, an API's `username`): the scope an API's calls
+    all name. Their values are shared: several rows of each table fall in one scope, so a listing scoped to one
+    has rows to count and filter, and the tables agree on which scopes there are."""
+    if len(entities) < 2:
+        return []
+    first, *rest = entities
+    plain = [
+        f.name
+        for f in first.fields
+        if f.type == "string" and not (f.primary_key or f.references or f.enum or f.name == first.primary_key)
+    ]
+
+    def plain_in(e: EntitySpec, name: str) -> bool:
+        f = next((f for f in e.fields if f.name == name), None)
+        return f is not None and f.type == "string" and not (f.primary_key or f.references or f.enum)
+
+    return [name for name in plain if all(plain_in(e, name) for e in rest)]
+
+
+def _shared_values(entities: list[EntitySpec], name: str, seed: int, counts: dict[str, int]) -> list[Any]:
+    """The pool a shared field draws from: about one value per SCOPE_ROWS rows of the largest table (a scope of
+    a smaller table holds fewer, so its listing still fits one page)."""
+    owner = next(e for e in entities if any(f.name == name for f in e.fields))
+    f = next(f for f in owner.fields if f.name == name)
+    maker = _EntityRows(owner, _derived_seed(seed, "shared", name), {}, {e.name: e for e in entities})
+    size = max(2, max(counts.values()) // SCOPE_ROWS)
+    return list(dict.fromkeys(maker._value(f, {}, i) for i in range(1, size + 1)))
+
+
+def _owns(entity: EntitySpec, name: str, entities: list[EntitySpec]) -> bool:
+    """`entity`'s rows give the shared field its values (each its own): the field is unique to them, or rows of
+    another entity that point at them carry it too (a user's username, which its repositories are listed by)."""
+    if any(f.name == name and f.unique for f in entity.fields):
+        return True
+    return any(
+        (f.references or "").partition(".")[0] == entity.name and any(g.name == name for g in e.fields)
+        for e in entities
+        if e.name != entity.name
+        for f in e.fields
+    )
+
+
 def generate_rows(entities: list[EntitySpec], seed: int, scale: float = 1.0) -> dict[str, list[Row]]:
     """Seed rows for every entity, keyed by table name; the same seed gives identical rows."""
     by_name = {e.name: e for e in entities}
     counts = row_counts(entities, scale)
+    shared = {name: _shared_values(entities, name, seed, counts) for name in shared_fields(entities)}
     rows: dict[str, list[Row]] = {}
     for e in table_order(entities):
-        rows[e.table] = _EntityRows(e, seed, rows, by_name).generate(counts[e.name])
+        mine = {n: v for n, v in shared.items() if not _owns(e, n, entities)}
+        rows[e.table] = _EntityRows(e, seed, rows, by_name, mine, tuple(shared)).generate(counts[e.name])
     return {e.table: rows[e.table] for e in entities}
