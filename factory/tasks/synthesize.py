@@ -31,7 +31,8 @@ TaskKindChoice = Literal["graph", "program", "both"]
 Generate = Callable[[Bundle, SessionFactory, random.Random, int, Knobs, Counter[str]], list[Task]]
 REPORTED_MISSES = 3  # the most common reasons an empty run names
 NOTHING_TO_TRY = (
-    "no family applies (each needs a listing callable without arguments, whose rows have a field to filter, "
+    "no family applies (each needs a listing callable without arguments or with only a scope its rows hold, "
+    "or a search for a word of their names, whose rows have a field to filter, "
     "rank, count or join on)"
 )
 

@@ -88,7 +88,18 @@ GOAL_MAX_PAGES = 8
 MAX_ASKS = 2
 MAX_COMPETITORS = 200  # per answer check: every other row's value for a catalog table, the nearest for bigger ones
 # Fields that make a record easy to name in a question, best first.
-LABEL_FIELDS = ("name", "title", "full_name", "subject", "display_name", "username", "flight_number", "code", "email")
+LABEL_FIELDS = (
+    "name",
+    "title",
+    "full_name",
+    "subject",
+    "display_name",
+    "username",
+    "flight_number",
+    "code",
+    "email",
+    "slug",
+)
 LABEL_SUFFIXES = ("name", "title", "number", "code", "email")
 STATISTICS = ("sum", "avg", "max", "min")
 
@@ -188,9 +199,10 @@ class GraphTaskSynthesizer:
         if entity.name in self.goal_listed:
             return self.goal_listed[entity.name]
         fks = {
-            f.name
+            f.name: self.entities[t]
             for f in entity.fields
-            if (t := self.reference_target(entity, f.name)) in self.entities and self.listings(self.entities[t])
+            if (t := self.reference_target(entity, f.name)) in self.entities
+            and self.anchor_listings(entity, self.entities[t])
         }
         self.goal_listed[entity.name] = [
             t
@@ -198,10 +210,48 @@ class GraphTaskSynthesizer:
             if not (need := t.parameters.get("required") or [])
             or (
                 operation_kind(t) == "list"
-                and ((len(need) == 1 and set(need) <= fks) or self.scope_args(t, entity) == need)
+                and (
+                    any(self.nested_in(entity, fk, a, need) for fk, a in fks.items())
+                    or self.scope_args(t, entity) == need
+                )
             )
         ]
         return self.goal_listed[entity.name]
+
+    def nested_in(self, entity: EntitySpec, fk: str, anchor: EntitySpec, need: list[str]) -> bool:
+        """A listing needing `need` lists the children of one `anchor` record: `fk`, its id, and otherwise only
+        fields that its rows carry too (a repository's pull requests need its id and its owner's name)."""
+        return fk in need and all(p == fk or self.carries(entity, anchor, p) for p in need)
+
+    def carries(self, entity: EntitySpec, anchor: EntitySpec, name: str) -> bool:
+        """`entity` and `anchor` both hold `name` as a plain field (the scope a child shares with its parent)."""
+        mine, theirs = self.field_spec(entity, name), self.field_spec(anchor, name)
+        return all(f is not None and not f.primary_key and not f.references for f in (mine, theirs))
+
+    def anchor_listings(self, entity: EntitySpec, anchor: EntitySpec) -> list[ToolSpec]:
+        """The listings an `anchor` record of a goal on `entity` is found with: those needing no argument, else
+        those needing only scope arguments that `entity`'s rows carry too (the goal states their values)."""
+        return self.listings(anchor) or [
+            t
+            for t in self.tools_of(anchor, "list")
+            if (need := t.parameters.get("required") or [])
+            and self.scope_args(t, anchor) == need
+            and all(self.carries(entity, anchor, p) for p in need)
+        ]
+
+    def goal_scopes(self, rows: list[dict[str, Any]], needed: list[str], target: int) -> list[dict[str, Any]]:
+        """The scopes a goal reads (each a listing's arguments): a seed row's; with one scope argument, a few
+        more of the seed's values (one scope's listing is one call, too short a chain), never all of them."""
+        first = self.rng.choice(rows)
+        scopes = [{p: first[p] for p in needed}]
+        if len(needed) != 1:
+            return scopes
+        (p,) = needed
+        others = sorted({r[p] for r in rows} - {first[p]}, key=str)
+        if len(others) < 2:
+            return scopes
+        self.rng.shuffle(others)
+        return scopes + [{p: v} for v in others[: self.rng.randint(1, max(1, min(len(others) - 1, target - 2)))]]
 
     def listings(self, entity: EntitySpec) -> list[ToolSpec]:
         """The list tools of `entity` callable with no argument (a search whose query is optional lists too)."""
@@ -971,7 +1021,9 @@ class GraphTaskSynthesizer:
         # The records the goal is about: an entity with a listing; its anchor, a record it points at.
         options = [e for e in self.spec.entities if self.goal_listings(e) and len(self.rows(e)) >= 2]
         if not options:
-            raise _WalkFailed("no listing a goal can read (one needing no argument, or only a listed parent's id)")
+            raise _WalkFailed(
+                "no listing a goal can read (one needing no argument, a listed parent's id, or a scope its rows hold)"
+            )
         entity = rng.choice(options)
         if not self.strict and knobs.pages > self.listing_pages(entity):  # this listing cannot span that many
             knobs = knobs.model_copy(update={"pages": self.listing_pages(entity)})
@@ -993,18 +1045,19 @@ class GraphTaskSynthesizer:
             for f in entity.fields
             if f.name in props and (t := self.reference_target(entity, f.name)) in self.entities and t != entity.name
         ]
-        links = [(fk, a) for fk, a in links if self.listings(a) and len(self.rows(a)) >= 2]
+        links = [(fk, a) for fk, a in links if self.anchor_listings(entity, a) and len(self.rows(a)) >= 2]
         scoped = bool(needed) and self.scope_args(list_tool, entity) == needed
-        if scoped:  # the listing of one scope (a repository's files): the records of a seed row's scope
-            scope = rng.choice(rows)
+        scopes: list[dict[str, Any]] = [{}]  # the arguments of each read of the listing
+        if scoped:  # the listing of one scope (a repository's files): the records of seed rows' scopes
+            scopes = self.goal_scopes(rows, needed, target)
             for p in needed:
-                server[p] = scope[p]
-                conditions.append(Condition(p, "eq", scope[p]))
-                constraints.append(f"{p} is {scope[p]}")
-            rows = [r for r in rows if all(r.get(p) == server[p] for p in needed)]
+                values = sorted({s[p] for s in scopes}, key=str)
+                conditions.append(Condition(p, "eq", values[0]) if len(values) == 1 else Condition(p, "in", values))
+                constraints.append(f"{p} is {' or '.join(map(str, values))}")
+            rows = [r for r in rows if all(_meets(r, c) for c in conditions)]
             use_anchor = False
         elif needed:  # a nested listing (a parent's children): the parent is the anchor, its id the argument
-            links = [(fk, a) for fk, a in links if [fk] == needed]
+            links = [(fk, a) for fk, a in links if self.nested_in(entity, fk, a, needed)]
             use_anchor = bool(links)
             if not use_anchor:
                 raise _WalkFailed("the listing needs a parent no listing reaches")
@@ -1013,8 +1066,14 @@ class GraphTaskSynthesizer:
         with self.session_factory() as session:
             if use_anchor:
                 fk, anchor_entity = rng.choice(links)
-                anchor_tool = rng.choice(self.listings(anchor_entity))
-                calls, results, items = self.read_all(session, anchor_tool, {})
+                anchor_tool = rng.choice(self.anchor_listings(entity, anchor_entity))
+                anchor_pk = anchor_entity.primary_key
+                scope_of = anchor_tool.parameters.get("required") or []
+                parents = [a for a in self.rows(anchor_entity) if any(r.get(fk) == a.get(anchor_pk) for r in rows)]
+                if scope_of and not parents:
+                    raise _WalkFailed("the anchor has no related records")
+                in_scope = rng.choice(parents) if scope_of else {}
+                calls, results, items = self.read_all(session, anchor_tool, {p: in_scope[p] for p in scope_of})
                 if _next_offset(results[-1]) is not None:  # "the customer with the most orders" means of them all
                     raise _WalkFailed("the anchor's listing shows one page of more rows")
                 label = self.label_field(anchor_entity)
@@ -1024,6 +1083,9 @@ class GraphTaskSynthesizer:
                 record, intent = self.anchor_select(anchor_entity, items, label, style, counts, len(results) > 1)
                 if record is None or intent is None:
                     raise _WalkFailed("no anchor")
+                for p in scope_of:  # the anchor's scope, said of the records the goal is about
+                    conditions.append(Condition(p, "eq", record[p]))
+                    constraints.append(f"{p} is {record[p]}")
                 anchor_row, anchor_intent = record, intent
                 pages = len(calls) if intent.pages else 1
                 if not intent.pages:
@@ -1036,7 +1098,8 @@ class GraphTaskSynthesizer:
                     calls, results, pages = calls[:keep], results[:keep], keep
                 steps.append(Step(anchor_tool, "list", anchor_entity.name, calls, results, record, intent, pages=pages))
                 server[fk] = record[anchor_entity.primary_key]
-                rows = [r for r in rows if r.get(fk) == server[fk]]
+                server.update({p: record[p] for p in needed if p != fk})  # the scope the anchor's children share
+                rows = [r for r in rows if all(r.get(p) == v for p, v in server.items())]
                 if not rows:
                     raise _WalkFailed("the anchor has no related records")
             # A condition the listing can filter on (an enum), and one it cannot (a threshold).
@@ -1081,9 +1144,15 @@ class GraphTaskSynthesizer:
                     server[p] = value  # the listing filters; with a pages floor, the solver reads every page
                 conditions.append(Condition(p, "eq", value))
                 constraints.append(f"{p} is {value}")
-            calls, results, items = self.read_all(session, list_tool, server)
-            pages = len(calls)
-            shown = len(items) if _next_offset(results[-1]) is not None else 0  # a listing that cannot page on
+            calls, results, items, pages, shown = [], [], [], 0, 0
+            for scope in scopes:
+                more_calls, more_results, more_items = self.read_all(session, list_tool, {**server, **scope})
+                calls, results, items = calls + more_calls, results + more_results, items + more_items
+                pages = max(pages, len(more_calls))
+                if _next_offset(more_results[-1]) is not None:  # a listing that cannot page on
+                    shown = len(more_items)
+            if shown and len(scopes) > 1:
+                raise _WalkFailed("a scope's listing shows one page of more rows")
             if shown and not set(server) <= set(needed):
                 raise _WalkFailed("a filtered first page: which rows it shows depends on the filter")
             pool = [r for r in items if all(_meets(r, c) for c in conditions)]
@@ -1095,7 +1164,7 @@ class GraphTaskSynthesizer:
             elif write is not None:
                 pool = [r for r in pool if self.applies(write[0], write[1], r, entity)]
             # How many records to act on: enough for the chain-length floor, a threshold to single them out.
-            used = sum(len(s.calls) for s in steps) + pages
+            used = sum(len(s.calls) for s in steps) + len(calls)
             want = max(1, target - used) + rng.randint(0, max(1, target))
             threshold = None
             if len(pool) > want or (knobs.constraints >= 2 and len(pool) > 1):

@@ -5,6 +5,8 @@ environment too thin for tasks says how many attempts were made and why none was
 
 import json
 import random
+import re
+from collections import Counter
 from pathlib import Path
 
 import networkx as nx
@@ -61,7 +63,13 @@ def test_a_listing_that_fits_one_page_still_gives_a_graph_task(tmp_path, monkeyp
 
 @needs_real
 def test_an_environment_too_thin_for_tasks_says_what_was_tried(tmp_path):
-    report = build_env(str(REAL / "mcp" / "mcp-memory-tools-list.json"), tmp_path / "env")
+    """The memory server without its search: writes and a lookup by names, nothing that lists or searches."""
+    data = json.loads((REAL / "mcp" / "mcp-memory-tools-list.json").read_text())
+    tools = data["result"]["tools"] if "result" in data else data["tools"]
+    thin = [t for t in tools if t["name"] not in ("search_nodes", "read_graph")]
+    source = tmp_path / "memory-without-search.json"
+    source.write_text(json.dumps({"result": {"tools": thin}} if "result" in data else {"tools": thin}))
+    report = build_env(str(source), tmp_path / "env")
     assert report.kept, report.reasons
     result = synthesize_tasks(tmp_path / "env", n=4, seed=0)
     assert not result.generated
@@ -108,3 +116,82 @@ def test_listings_scoped_by_a_required_field_and_optional_searches_are_goal_list
     assert result.tasks, result.misses
     reads = {c.tool for t in result.tasks for c in t.gold}
     assert "show_resources_for_all_accounts" in reads, reads
+
+
+def _real_env(tmp_path_factory, name: str) -> Path:
+    out = tmp_path_factory.mktemp(Path(name).stem) / "env"
+    report = build_env(str(REAL / name), out)
+    assert report.kept, report.reasons
+    return out
+
+
+@pytest.fixture(scope="module")
+def git_env(tmp_path_factory) -> Path:
+    return _real_env(tmp_path_factory, "mcp/mcp-git-tools-list.json")
+
+
+@needs_real
+def test_listings_scoped_to_one_repository_give_both_kinds_of_task(git_env: Path, monkeypatch):
+    """Every git listing needs `repo_path`: the seed puts several rows of each table in each repository, goals
+    read several repositories (one call each), and programs count the rows of one; all pass the audit."""
+    monkeypatch.delenv("FACTORY_DIFFICULTY", raising=False)
+    with Environment.open(git_env) as env, env.session() as s:
+        tables = s.snapshot().tables
+    for rows in tables.values():  # a repository holds several rows, and there are several repositories
+        per_scope = Counter(r["repo_path"] for r in rows)
+        assert 2 <= len(per_scope) < len(rows), per_scope
+    repos = set().union(*({r["repo_path"] for r in rows} for rows in tables.values()))
+    assert all(len({r["repo_path"] for r in rows}) >= len(repos) // 2 for rows in tables.values())  # one set
+    result = synthesize_tasks(git_env, n=6, seed=0)
+    assert {t.kind for t in result.tasks} == {"graph", "program"}, (result.audit_summary, result.misses)
+    for t in result.tasks:
+        if t.kind == "graph":
+            paths = [c.args["repo_path"] for c in t.gold]
+            assert len(set(paths)) == len(paths) >= 2, paths  # each repository read once
+            assert all(p in t.question for p in paths), t.question
+        else:
+            assert "repo_path=" in t.gold and "repo path" in t.question, (t.question, t.gold)
+
+
+@needs_real
+def test_a_listing_needing_a_scope_and_a_parent_id_reads_them_from_the_parent(tmp_path_factory, monkeypatch):
+    """The link example lists pull requests by owner name and repository id together: a goal finds the
+    repository through its owner's listing, then lists its pull requests with both of the repository's
+    values. The seed keeps them consistent: a repository carries its owner's name, a pull request its
+    repository's."""
+    monkeypatch.delenv("FACTORY_DIFFICULTY", raising=False)
+    link = _real_env(tmp_path_factory, "openapi/oai-v3.0-link-example.yaml")
+    with Environment.open(link) as env, env.session() as s:
+        t = s.snapshot().tables
+    users = {u["id"]: u["username"] for u in t["users"]}
+    repos = {r["id"]: r for r in t["repositories"]}
+    assert all(r["username"] == users[r["owner_id"]] for r in repos.values())
+    assert all(p["username"] == repos[p["repository_id"]]["username"] for p in t["pullrequests"])
+    result = synthesize_tasks(link, n=10, seed=0)
+    nested = [t for t in result.tasks if t.kind == "graph" and len({c.tool for c in t.gold}) == 2]
+    assert nested, (result.audit_summary, result.misses)
+    for task in nested:
+        first, second = task.gold
+        assert (first.tool, second.tool) == ("get_repositories_by_owner", "get_pull_requests_by_repository")
+        repo = repos[second.args["repository_id"]]
+        assert second.args["username"] == first.args["username"] == repo["username"]
+        assert repo["slug"] in task.question and repo["username"] in task.question, task.question
+    assert any(t.kind == "program" for t in result.tasks), result.audit_summary
+
+
+@needs_real
+def test_a_search_with_a_required_query_gives_a_program_task(tmp_path_factory, monkeypatch):
+    """The memory server reads its nodes only through `search_nodes(query)`: a program counts the nodes a
+    word of their names finds, and the question says which word and which field."""
+    monkeypatch.delenv("FACTORY_DIFFICULTY", raising=False)
+    memory = _real_env(tmp_path_factory, "mcp/mcp-memory-tools-list.json")
+    result = synthesize_tasks(memory, n=4, seed=0)
+    assert result.tasks, nothing_kept(result)
+    (task,) = [t for t in result.tasks if t.kind == "program"]
+    word = re.search(r"name contains \"?(\w+)", task.question)
+    assert word, task.question
+    with Environment.open(memory) as env, env.session() as s:
+        nodes = s.snapshot().tables["nodes"]
+    expected = sum(word.group(1).casefold() in n["name"].casefold() for n in nodes)
+    assert 2 <= expected < len(nodes) and task.answer == expected, (task.answer, expected)
+    assert f"query={word.group(1)!r}" in task.gold

@@ -333,6 +333,7 @@ def owners(view: EnvView, child: EntitySpec, rng: random.Random, knobs: Knobs) -
                 listed[parent.name],  # type: ignore[arg-type]
                 replace(cond, label=label(field_of(parent, cond.field))),
                 scope=view.scope(parent),
+                args=view.scope_args(parent),
             )
             out.append(Owner(parent, f.name, sel=sel))
         if not knobs.obscured:
@@ -475,7 +476,9 @@ def build(view: EnvView, rng: random.Random, mode: str, recover: bool = False) -
                 for cond in conds:
                     if owner is None and cond is None:
                         continue
-                    sel = Selection(child, ctool, cond, settled=(move.field,), scope=view.scope(child))
+                    sel = Selection(
+                        child, ctool, cond, settled=(move.field,), scope=view.scope(child), args=view.scope_args(child)
+                    )
                     branches: list[tuple[Condition, Move] | None] = [None]
                     if mode == "branch":
                         branches = [

@@ -24,8 +24,10 @@ def propose_aggregate(view: EnvView, rng: random.Random) -> Iterator[Draft]:
     combos = []
     for e, tool in view.listable():
         rows = view.rows(e)
+        if e.name in view.scoped:  # the scope alone selects rows: how many it holds
+            combos.append((Selection(e, tool, scope=view.scope(e), args=view.scope_args(e)), None, None, "count"))
         for cond in conditions(e, rows, rng):
-            sel = Selection(e, tool, cond, scope=view.scope(e)).ruled(rows, rng)
+            sel = Selection(e, tool, cond, scope=view.scope(e), args=view.scope_args(e)).ruled(rows, rng)
             matched = [r for r in rows if sel.test(r)]
             if matched:
                 combos.append((sel, cond, None, "count"))
@@ -62,7 +64,7 @@ def propose_aggregate(view: EnvView, rng: random.Random) -> Iterator[Draft]:
             question=question,
             program=write((sel,)),
             capabilities=["loops", "aggregation"],
-            difficulty=Difficulty(chain_length=1, constraints=[f"{cond.field} {cond.op}"]),
+            difficulty=Difficulty(chain_length=1, constraints=[f"{cond.field} {cond.op}"] if cond else []),
             selections=(sel,),
             write=write,
         )

@@ -57,7 +57,9 @@ def propose_bulk_update(view: EnvView, rng: random.Random) -> Iterator[Draft]:
         for t, fld, to_value, from_values in _transitions(view, e):
             movable = [r for r in rows if r.get(fld) != to_value and (from_values is None or r.get(fld) in from_values)]
             for cond in conditions(e, rows, rng, exclude=(fld,)):
-                sel = Selection(e, tool, cond, settled=(fld,), scope=view.scope(e)).ruled(movable, rng)
+                sel = Selection(e, tool, cond, settled=(fld,), scope=view.scope(e), args=view.scope_args(e)).ruled(
+                    movable, rng
+                )
                 if 2 <= sum(sel.test(r) for r in movable) <= MAX_WRITES:
                     combos.append((sel, cond, t, fld, to_value, from_values))
     for sel, cond, t, fld, to_value, from_values in limited(combos, rng):

@@ -155,6 +155,7 @@ class Selection:
     settled: tuple[str, ...] = ()  # status fields the question's own words settle (the one a bulk update sets)
     via_tool: bool = False
     scope: str = ""  # the words limiting the rows to those a one-page listing returns (EnvView.scope)
+    args: tuple[tuple[str, Any], ...] = ()  # the scope the listing is read in (EnvView.scope_args)
 
     def test(self, row: dict[str, Any]) -> bool:
         return (self.condition is None or self.condition.test(row)) and (self.status is None or self.status.test(row))
@@ -181,12 +182,13 @@ class Selection:
 
     def fetch(self, page: int | None) -> str:
         """The call of the prelude's `_all` that reads the rows, `page` at a time (the tool's default when None)."""
-        filters = self.condition.tool_filter(self.tool) if self.condition is not None and self.via_tool else None
+        own = self.condition.tool_filter(self.tool) if self.condition is not None and self.via_tool else None
+        filters = {**dict(self.args), **(own or {})}
         if "offset" not in (self.tool.parameters.get("properties") or {}):  # one page is all the tool returns
-            call = {**one_page_call(self.tool), **(filters or {})}
+            call = {**one_page_call(self.tool), **filters}
             return f"tools.{self.tool.name}({', '.join(f'{k}={v!r}' for k, v in call.items())})['items']"
         args = [f"tools.{self.tool.name}", *([str(page)] if page is not None else [])]
-        args += [f"{k}={v!r}" for k, v in (filters or {}).items()]
+        args += [f"{k}={v!r}" for k, v in filters.items()]
         return f"_all({', '.join(args)})"
 
     def phrase(self, lead: str = "") -> str:

@@ -65,9 +65,9 @@ def _selections(
     chosen = [p for p in prow if cond is None or cond.test(p)]
     ids = {p[parent.primary_key] for p in chosen}
     kids = [r for r in crow if r.get(fk.name) in ids]
-    csel = Selection(child, ctool, scope=view.scope(child)).ruled(kids, rng)
+    csel = Selection(child, ctool, scope=view.scope(child), args=view.scope_args(child)).ruled(kids, rng)
     linked = {r.get(fk.name) for r in kids if csel.test(r)}
-    return Selection(parent, ptool, cond, scope=view.scope(parent)).ruled(
+    return Selection(parent, ptool, cond, scope=view.scope(parent), args=view.scope_args(parent)).ruled(
         [p for p in chosen if p[parent.primary_key] in linked], rng
     ), csel
 

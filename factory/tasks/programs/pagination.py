@@ -30,7 +30,7 @@ def propose_pagination(view: EnvView, rng: random.Random) -> Iterator[Draft]:
         if len(rows) <= size:
             continue
         for cond in conditions(e, rows, rng):
-            sel = Selection(e, tool, cond, scope=view.scope(e)).ruled(rows, rng)
+            sel = Selection(e, tool, cond, scope=view.scope(e), args=view.scope_args(e)).ruled(rows, rng)
             hits = [i for i, r in enumerate(rows) if sel.test(r)]
             if 2 <= len(hits) <= MAX_LISTED and hits[-1] >= size:
                 combos.append((sel, cond, size))

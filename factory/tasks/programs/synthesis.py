@@ -26,7 +26,7 @@ from factory.tasks.programs.conditions import Selection, StatusRule
 from factory.tasks.programs.draft import Draft
 from factory.tasks.programs.registry import FAMILIES, FAMILY_MARK
 from factory.tasks.programs.verifier import expected_changes, verifier_source
-from factory.tasks.programs.view import EnvView, Rows, shown_rows, words
+from factory.tasks.programs.view import EnvView, Rows, scoped_listings, shown_rows, words
 
 SHORT_STREAK = 2  # a family whose tasks fall short of chain_length this many times in a row waits its turn
 SessionFactory = Callable[[], AbstractContextManager[Session]]
@@ -272,6 +272,7 @@ def synthesize_program_tasks(
         seed = session.snapshot().tables
         view = EnvView(spec=spec, seed=seed, knobs=knobs)
         view.shown = shown_rows(view, session)
+        view.scoped = scoped_listings(view)
     names = list(FAMILIES)
     rng.shuffle(names)
     queues = {name: iter(FAMILIES[name](view, random.Random(rng.random()))) for name in names}

@@ -31,7 +31,7 @@ def propose_top_k(view: EnvView, rng: random.Random) -> Iterator[Draft]:
         rows = view.rows(e)
         for f in numeric_fields(e):
             for cond in [None, *conditions(e, rows, rng, exclude=(f.name,))[:4]]:
-                sel = Selection(e, tool, cond, scope=view.scope(e)).ruled(
+                sel = Selection(e, tool, cond, scope=view.scope(e), args=view.scope_args(e)).ruled(
                     [r for r in rows if as_number(r.get(f.name)) is not None], rng
                 )
                 pool = [r for r in rows if as_number(r.get(f.name)) is not None and sel.test(r)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from factory.models import EntitySpec, EnvSpec, FieldSpec, ToolSpec
 from factory.store import canonical_json
 from factory.tasks.difficulty import Knobs
-from factory.tasks.phrasing import humanize
+from factory.tasks.phrasing import humanize, value_text
 
 if TYPE_CHECKING:
     from factory.envs.runtime import Session
@@ -38,13 +39,24 @@ class EnvView:
     seed: dict[str, Rows]
     knobs: Knobs = field(default_factory=Knobs)  # the difficulty the families propose for
     shown: dict[str, Rows] = field(default_factory=dict)  # entity -> the rows its one-page listing returns
+    scoped: dict[str, Scope] = field(default_factory=dict)  # entity -> the one scope its rows are read in
 
     def rows(self, entity: EntitySpec) -> Rows:
-        """The rows a gold program can read: the seed table's, or those its one-page listing returns."""
+        """The rows a gold program can read: the seed table's, those its one-page listing returns, or those of
+        the one scope its listing is read in."""
+        if (scope := self.scoped.get(entity.name)) is not None:
+            return scope.rows
         return self.shown.get(entity.name, self.seed.get(entity.table, []))
+
+    def scope_args(self, entity: EntitySpec) -> tuple[tuple[str, Any], ...]:
+        """The arguments that scope `entity`'s listing (git's `repo_path`); none for a listing of every row."""
+        scope = self.scoped.get(entity.name)
+        return tuple(sorted(scope.args.items())) if scope is not None else ()
 
     def scope(self, entity: EntitySpec) -> str:
         """The words that say a question is about the rows a listing returns, when that is not all of them."""
+        if (scope := self.scoped.get(entity.name)) is not None:
+            return scope.words
         shown = self.shown.get(entity.name)
         if shown is None or len(shown) >= len(self.seed.get(entity.table, [])):
             return ""
@@ -94,10 +106,15 @@ class EnvView:
                 return t
         return None
 
+    def scoped_tool(self, entity: EntitySpec) -> ToolSpec | None:
+        """The tool that reads `entity` in its one scope (`scoped`)."""
+        scope = self.scoped.get(entity.name)
+        return scope.tool if scope is not None else None
+
     def listable(self) -> list[tuple[EntitySpec, ToolSpec]]:
         out = []
         for e in self.spec.entities:
-            t = self.list_tool(e) or (self.one_page_tool(e) if e.name in self.shown else None)
+            t = self.list_tool(e) or (self.one_page_tool(e) if e.name in self.shown else self.scoped_tool(e))
             if t is not None and self.rows(e):
                 out.append((e, t))
         return out
@@ -147,3 +164,84 @@ def shown_rows(view: EnvView, session: Session) -> dict[str, Rows]:
         keys = [canonical_json(i.get(e.primary_key)) for i in items if isinstance(i, dict)]
         out[e.name] = [seed[k] for k in keys if k in seed]
     return out
+
+
+SCOPE_MIN_ROWS = 3  # a scope a program reads has at least this many rows, to filter and aggregate over
+SEARCH_MIN_ROWS = 2  # a search term a program reads finds at least this many rows (and not every row)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The one part of an entity's rows a program reads, when its only reading tool needs arguments: the
+    tool, those arguments, the rows they give and the words that say so."""
+
+    tool: ToolSpec
+    args: dict[str, Any]
+    rows: Rows
+    words: str
+
+
+def scoped_listings(view: EnvView) -> dict[str, Scope]:
+    """Entity -> the scope a program reads it in, for every entity without a listing of all its rows:
+    a listing whose required arguments are text fields of its rows (git's `repo_path`; a pull request's
+    repository and owner name), in the seed's fullest scope (all on one page, when the tool does not page);
+    else a search whose only required argument is its query, for a word of the rows' labels."""
+    out: dict[str, Scope] = {}
+    for e in view.spec.entities:
+        if view.list_tool(e) is not None or view.one_page_tool(e) is not None:
+            continue
+        scope = _listing_scope(view, e) or _search_scope(view, e)
+        if scope is not None:
+            out[e.name] = scope
+    return out
+
+
+def _listing_scope(view: EnvView, e: EntitySpec) -> Scope | None:
+    rows = view.seed.get(e.table, [])
+    fields = {f.name: f for f in e.fields}
+    for t in view.tools_of(e, "list"):
+        need = t.parameters.get("required") or []
+        plain = [fields.get(p) for p in need]
+        if not need or any(f is None or f.primary_key or f.type != "string" for f in plain):
+            continue
+        if not rows or any(not all(isinstance(r.get(p), str) and r[p] for p in need) for r in rows):
+            continue
+        counts: dict[tuple[Any, ...], int] = {}
+        for r in rows:
+            key = tuple(r[p] for p in need)
+            counts[key] = counts.get(key, 0) + 1
+        key, n = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        pages = "offset" in (t.parameters.get("properties") or {})
+        if n >= SCOPE_MIN_ROWS and (pages or n <= default_page(t)):  # one page shows the whole scope
+            args = dict(zip(need, key, strict=True))
+            said = " and ".join(f"with {words(p)} {value_text(v)}" for p, v in args.items())
+            return Scope(t, args, [r for r in rows if tuple(r[p] for p in need) == key], said)
+    return None
+
+
+def _search_scope(view: EnvView, e: EntitySpec) -> Scope | None:
+    """A search (a case-insensitive substring over the rows' text fields) for the word of the rows' labels
+    that finds the most rows short of all, when it finds them through the label alone (the words name it)."""
+    rows = view.seed.get(e.table, [])
+    texts = [f.name for f in e.fields if f.type == "string" and not (f.primary_key or f.references or f.enum)]
+    label = next((n for n in ("name", "title", *texts) if n in texts), None)
+    if label is None or not rows:
+        return None
+    for t in view.tools_of(e, "search"):
+        if (t.parameters.get("required") or []) != ["query"] or "offset" not in (t.parameters.get("properties") or {}):
+            continue
+        spelled: dict[str, str] = {}  # a word, casefolded -> as the first label spells it
+        for r in rows:
+            for w in re.findall(r"[A-Za-z]{3,}", str(r.get(label) or "")):
+                spelled.setdefault(w.casefold(), w)
+        fits = []
+        for w, said in spelled.items():
+            hits = [r for r in rows if any(w in str(r.get(n) or "").casefold() for n in texts)]
+            if SEARCH_MIN_ROWS <= len(hits) < len(rows) and hits == [
+                r for r in rows if w in str(r.get(label) or "").casefold()
+            ]:
+                fits.append((said, hits))
+        if fits:
+            w, hits = min(fits, key=lambda wh: (-len(wh[1]), wh[0].casefold()))
+            return Scope(t, {"query": w}, hits, f"whose {words(label)} contains {value_text(w)}")
+    return None
