@@ -16,6 +16,7 @@ the evidence, and whether a bigger database would help.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal
 
 from pydantic import Field
 
@@ -77,6 +78,9 @@ class CapabilityGap(Model):
     excess: float
     trajectories: list[str]  # failed rollout ids
     tasks: list[str]  # their task ids
+    # contrast: its rollouts fail more often than comparable ones without it; prevalence: the environment fails
+    # at nearly everything, so no capability stands out, and this is the one most of its failures needed
+    basis: Literal["contrast", "prevalence"] = "contrast"
 
 
 class TargetedGuideline(Guideline):
@@ -220,6 +224,40 @@ def _env_gaps(
     return out
 
 
+def prevalent_gap(
+    env_id: str, category: str, rows: list[RolloutRow], tasks: Mapping[str, Task], base_failure_rate: float
+) -> CapabilityGap | None:
+    """A weak environment's gap when no capability stands out by contrast: the capability its failed rollouts
+    needed most often (then the higher failure rate, then the name)."""
+    bad = [r for r in rows if failed(r)]
+    counts: dict[str, int] = {}
+    for r in bad:
+        for cap in capabilities(tasks[r.task_id]):
+            counts[cap] = counts.get(cap, 0) + 1
+    if not counts:
+        return None
+
+    def rate(cap: str) -> float:
+        return _rate([r for r in rows if cap in capabilities(tasks[r.task_id])]).failure_rate
+
+    cap = min(counts, key=lambda c: (-counts[c], -rate(c), c))
+    members = [r for r in rows if cap in capabilities(tasks[r.task_id])]
+    failing = [r for r in members if failed(r)]
+    return CapabilityGap(
+        env_id=env_id,
+        category=category,
+        capability=cap,
+        rollouts=len(members),
+        failures=len(failing),
+        failure_rate=len(failing) / len(members),
+        lift=rate(cap) / base_failure_rate if base_failure_rate else 0.0,
+        excess=0.0,
+        trajectories=[r.id for r in failing],
+        tasks=sorted({r.task_id for r in failing}),
+        basis="prevalence",
+    )
+
+
 def guideline(gap: CapabilityGap, tasks: Mapping[str, Task], round: int) -> TargetedGuideline:
     """The guideline a gap asks for: its capability's knob set to what the failing tasks reached (at least the
     knob's least setting that asks for the capability), so the next round trains where the policy fails."""
@@ -283,11 +321,12 @@ def diagnose(
         key=lambda e: (-by_env[e].failure_rate, -by_env[e].rollouts, e),
     )
     pooled = policy_gaps(counted, by_id, min_rollouts)
-    gaps = [
-        gap
-        for env in weak
-        for gap in _env_gaps(env, categories[env], [r for r in counted if r.env_id == env], by_id, pooled)
-    ]
+    gaps: list[CapabilityGap] = []
+    for env in weak:
+        rows = [r for r in counted if r.env_id == env]
+        found = _env_gaps(env, categories[env], rows, by_id, pooled)
+        fallback = None if found else prevalent_gap(env, categories[env], rows, by_id, base.failure_rate)
+        gaps += found or ([fallback] if fallback else [])
     guidelines = [
         guideline(gap, by_id, round) for env in weak for gap in [g for g in gaps if g.env_id == env][:gaps_per_env]
     ]

@@ -21,7 +21,7 @@ from assets.evolve import (
 )
 from factory.agents.rollouts import read_rollouts
 from factory.pipeline.evolve.diagnoses import load_diagnosis, round_history
-from factory.pipeline.evolve.rollouts import ARENA_TASKS_PARQUET, ROLLOUTS_PARQUET
+from factory.pipeline.evolve.rollouts import ARENA_TASKS_PARQUET, FINAL_EVAL_PARQUET, ROLLOUTS_PARQUET
 from factory.pipeline.evolve.rounds import kept_rounds, round_dir
 from factory.pipeline.evolve.targeted import TARGETED_JSON, TargetedRecord, category_targeted
 from factory.pipeline.registry import ROLLOUTS, TARGETED_TASKS
@@ -30,7 +30,8 @@ from factory.store import Store, hash_dir, read_json
 from factory.tasks.table import read_tasks
 from resources import SandboxResource, StoreResource
 
-TOPICS = ["online-shop", "marketplace", "team-chat", "email-inbox"]  # two categories of two: one arena env each
+# commerce: one held-out, one arena and one training environment; messaging: one arena and one training
+TOPICS = ["online-shop", "marketplace", "food-delivery", "team-chat", "email-inbox"]
 ALL_ASSETS = list(defs.assets or [])
 BUILD = ["mined_datasets", "databases", "tool_code", "tool_tests", "tool_graphs", "tasks", "verifiers"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +93,8 @@ def test_the_arena_rolls_out_fresh_tasks_on_held_out_environments_only(world):
         assert manifest is not None and manifest.lineage.round == 1
         for env_id in manifest.kept:
             verified = read_tasks(store.artifact_dir("verifiers", category) / env_id / "tasks.parquet")
+            if {t.split for t in verified} == {"heldout"}:
+                continue
             assert {t.split for t in verified} == {"arena"}, "only arena environments play in the arena"
             arena = read_tasks(store.artifact_dir("rollouts", category) / env_id / ARENA_TASKS_PARQUET)
             assert arena and {t.id for t in arena}.isdisjoint({t.id for t in verified}), "tasks are fresh"
@@ -99,6 +102,24 @@ def test_the_arena_rolls_out_fresh_tasks_on_held_out_environments_only(world):
             rows = read_rollouts(store.artifact_dir("rollouts", category) / env_id / ROLLOUTS_PARQUET)
             assert len(rows) == 2 * len(arena), "two samples per task"
             assert all(r.round == 1 and r.policy_id.startswith("first-page:") for r in rows)
+
+
+@pytest.mark.slow
+def test_held_out_environments_play_a_fixed_final_evaluation_that_no_diagnosis_reads(world):
+    home, _, _ = world
+    store = Store(home)
+    manifest = load_manifest(store, ROLLOUTS, "commerce")
+    [heldout] = [e for e in manifest.kept if "final_eval_episodes" in manifest.envs[e].counts]
+    d = store.artifact_dir("rollouts", "commerce") / heldout
+    assert not (d / ARENA_TASKS_PARQUET).exists()
+    verified = read_tasks(store.artifact_dir("verifiers", "commerce") / heldout / "tasks.parquet")
+    assert {t.split for t in verified} == {"heldout"}
+    rows = read_rollouts(d / FINAL_EVAL_PARQUET)
+    fixed = sorted(t.id for t in verified)[:8]
+    assert sorted({r.task_id for r in rows}) == fixed, "the final evaluation is the same tasks every round"
+    record = load_diagnosis(store)
+    assert heldout not in record.diagnosis.failure_rate_by_env
+    assert not {r.id for r in rows} & set(record.diagnosis.excluded)
 
 
 @pytest.mark.slow

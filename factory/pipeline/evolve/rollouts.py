@@ -2,7 +2,11 @@
 verifiers' split), tasks are synthesized fresh for the round with a seed of its own, audited like every task,
 and rolled out with the configured policy; each task's pass rate over the samples is kept with it.
 
-`artifacts/rollouts/<category>/<env>/` holds `arena_tasks.parquet`, `rollouts.parquet` and `pass_rates.json`.
+A held-out environment (never trained on, never diagnosed) plays a fixed final-evaluation set every round, its
+first verified tasks, so a user can see whether arena gains carry over.
+
+`artifacts/rollouts/<category>/<env>/` holds `arena_tasks.parquet`, `rollouts.parquet` and `pass_rates.json`, or
+for a held-out environment `final_eval.parquet`.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ from factory.tasks.table import read_tasks, write_tasks
 ARENA_TASKS_PARQUET = "arena_tasks.parquet"
 ROLLOUTS_PARQUET = "rollouts.parquet"
 PASS_RATES_JSON = "pass_rates.json"
+FINAL_EVAL_PARQUET = "final_eval.parquet"
+FINAL_EVAL = "final_eval_"  # the prefix of the final evaluation's counts
 # The arena spans difficulty levels: the diagnosis finds a gap by contrast, which one level alone may not offer.
 ARENA_LEVELS = ("easy", "medium")
 POLICY_VARIABLE = "FACTORY_POLICY"
@@ -67,6 +73,7 @@ class ArenaSettings(Model):
     tasks_per_env: int = Field(default=8, ge=1)
     samples: int = Field(default=2, ge=1)  # rollouts per task: the k of each task's pass rate
     seed: int = 0
+    final_eval_tasks: int = Field(default=8, ge=0)  # per held-out environment: the fixed final-evaluation set
     levels: list[Knobs] = Field(default_factory=lambda: [knobs_for(level) for level in ARENA_LEVELS], min_length=1)
     workers: int = Field(default=4, ge=1)
     backend: Backend = "local"
@@ -111,6 +118,43 @@ def _stamped(tasks: list[Task], round: int) -> list[Task]:
     ]
 
 
+def _play(bundle: Bundle, tasks: list[Task], settings: ArenaSettings, pool: SandboxPool) -> list[RolloutRow]:
+    policy = make_policy(settings.policy, **settings.policy_config)
+    return run_rollouts(
+        bundle.path,
+        tasks,
+        policy,
+        round_seed(settings.seed, settings.round),
+        workers=settings.workers,
+        samples=settings.samples,
+        round=settings.round,
+        pool=pool,
+        backend=settings.backend,
+        ray_address=settings.ray_address,
+    )
+
+
+def _counts(rows: list[RolloutRow], wall: float, prefix: str = "") -> dict[str, float]:
+    counted = [r for r in rows if r.counted]
+    passed = sum(1 for r in counted if r.verdict and r.verdict.passed)
+    counts = {
+        "episodes": len(rows),
+        "counted": len(counted),
+        "passed": passed,
+        "pass_rate": round(passed / len(counted), 4) if counted else 0.0,
+        "env_faults": sum(1 for r in rows if r.env_errors),
+        "episodes_per_s": round(len(rows) / wall, 2) if wall > 0 else 0.0,
+        "env_share": round(sum(r.env_s for r in rows) / max(sum(r.wall_s for r in rows), 1e-9), 4),
+    }
+    return {f"{prefix}{k}": v for k, v in counts.items()}
+
+
+def final_eval_tasks(store: Store, category: str, env_id: str, limit: int) -> list[Task]:
+    """A held-out environment's fixed final-evaluation tasks: its first `limit` verified tasks by id."""
+    tasks = read_tasks(env_dir(store, VERIFIERS, category, env_id) / TASKS_PARQUET)
+    return sorted(tasks, key=lambda t: t.id)[:limit]
+
+
 def roll_out_category(
     store: Store,
     category: str,
@@ -119,92 +163,83 @@ def roll_out_category(
     pool: SandboxPool,
     progress: Progress | None = None,
 ) -> StageRun:
-    """The round's arena for one category: fresh audited tasks per arena environment, rolled out."""
-    policy = make_policy(settings.policy, **settings.policy_config)
+    """The round's arena for one category: fresh audited tasks per arena environment, rolled out; and the fixed
+    final evaluation on its held-out environments, which no diagnosis reads."""
     seed = round_seed(settings.seed, settings.round)
     by_env = {b.spec.id: b for b in bundles(store, category)}
+    splits = env_splits(store, category)
 
-    def job(bundle: Bundle) -> EnvWork:
-        env_id = bundle.spec.id
+    def arena(bundle: Bundle, out: Path) -> EnvOutcome:
+        budget = split_budget(settings.tasks_per_env, len(settings.levels))
+        runs = [
+            synthesize_tasks(bundle, n=k, seed=seed, pool=pool, knobs=knobs)
+            for knobs, k in zip(settings.levels, budget, strict=True)
+            if k > 0
+        ]
+        tasks = _stamped(list({t.id: t for r in runs for t in r.tasks}.values()), settings.round)
+        started = time.perf_counter()
+        rows = _play(bundle, tasks, settings, pool)
+        wall = time.perf_counter() - started
+        rates = pass_rates(rows)
+        write_tasks(tasks, out / ARENA_TASKS_PARQUET)
+        write_rollouts(rows, out / ROLLOUTS_PARQUET)
+        pools = pool_tasks(rates)
+        write_json_atomic(out / PASS_RATES_JSON, {t: {"pass_rate": r, "pool": pools[t]} for t, r in rates.items()})
+        return EnvOutcome(
+            env_id=bundle.spec.id,
+            kept=bool(tasks),
+            reason=None if tasks else "; ".join(nothing_kept(r) for r in runs),
+            counts={"arena_tasks": len(tasks), **_counts(rows, wall)},
+        )
 
-        def make(out: Path) -> EnvOutcome:
-            budget = split_budget(settings.tasks_per_env, len(settings.levels))
-            runs = [
-                synthesize_tasks(bundle, n=k, seed=seed, pool=pool, knobs=knobs)
-                for knobs, k in zip(settings.levels, budget, strict=True)
-                if k > 0
-            ]
-            tasks = _stamped(list({t.id: t for r in runs for t in r.tasks}.values()), settings.round)
-            started = time.perf_counter()
-            rows = run_rollouts(
-                bundle.path,
-                tasks,
-                policy,
-                seed,
-                workers=settings.workers,
-                samples=settings.samples,
-                round=settings.round,
-                pool=pool,
-                backend=settings.backend,
-                ray_address=settings.ray_address,
-            )
-            wall = time.perf_counter() - started
-            rates = pass_rates(rows)
-            write_tasks(tasks, out / ARENA_TASKS_PARQUET)
-            write_rollouts(rows, out / ROLLOUTS_PARQUET)
-            pools = pool_tasks(rates)
-            write_json_atomic(out / PASS_RATES_JSON, {t: {"pass_rate": r, "pool": pools[t]} for t, r in rates.items()})
-            counted = [r for r in rows if r.counted]
-            passed = sum(1 for r in counted if r.verdict and r.verdict.passed)
-            return EnvOutcome(
-                env_id=env_id,
-                kept=bool(tasks),
-                reason=None if tasks else "; ".join(nothing_kept(r) for r in runs),
-                counts={
-                    "arena_tasks": len(tasks),
-                    "episodes": len(rows),
-                    "counted": len(counted),
-                    "passed": passed,
-                    "pass_rate": round(passed / len(counted), 4) if counted else 0.0,
-                    "env_faults": sum(1 for r in rows if r.env_errors),
-                    "episodes_per_s": round(len(rows) / wall, 2) if wall > 0 else 0.0,
-                    "env_share": round(sum(r.env_s for r in rows) / max(sum(r.wall_s for r in rows), 1e-9), 4),
-                },
-            )
+    def final_eval(bundle: Bundle, out: Path) -> EnvOutcome:
+        tasks = final_eval_tasks(store, category, bundle.spec.id, settings.final_eval_tasks)
+        started = time.perf_counter()
+        rows = _play(bundle, tasks, settings, pool)
+        write_rollouts(rows, out / FINAL_EVAL_PARQUET)
+        return EnvOutcome(
+            env_id=bundle.spec.id,
+            counts={"final_eval_tasks": len(tasks), **_counts(rows, time.perf_counter() - started, FINAL_EVAL)},
+        )
 
+    def job(env_id: str) -> EnvWork:
+        bundle = by_env[env_id]
         inputs = {
             "bundle": env_input_hash(store, TOOL_TESTS, category, env_id),
-            "policy": policy.identity(),
+            "policy": make_policy(settings.policy, **settings.policy_config).identity(),
             "settings": settings.model_dump(mode="json", exclude=HOW_NOT_WHAT),
         }
-        return EnvWork(env_id, inputs, make)
+        if splits[env_id] == "heldout":
+            inputs["final_eval"] = env_input_hash(store, VERIFIERS, category, env_id)
+            return EnvWork(env_id, inputs, lambda out: final_eval(bundle, out))
+        return EnvWork(env_id, inputs, lambda out: arena(bundle, out))
 
     run = run_stage(
         store,
         ROLLOUTS,
         category,
-        [job(by_env[e]) for e in arena_envs(store, category) if e in by_env],
+        [job(e) for e, split in sorted(splits.items()) if split in ("arena", "heldout") and e in by_env],
         upstream=manifest_hashes(store, category, TOOL_TESTS, VERIFIERS),
         progress=progress,
         round=settings.round,
     )
     for env_id in run.manifest.kept:
-        archive(
-            store,
-            settings.round,
-            f"rollouts/{category}/{env_id}.parquet",
-            env_dir(store, ROLLOUTS, category, env_id) / ROLLOUTS_PARQUET,
-        )
+        for name in (ROLLOUTS_PARQUET, FINAL_EVAL_PARQUET):
+            path = env_dir(store, ROLLOUTS, category, env_id) / name
+            if path.is_file():
+                archive(store, settings.round, f"rollouts/{category}/{env_id}/{name}", path)
     return run
 
 
 def category_arena(store: Store, category: str) -> tuple[list[Task], list[RolloutRow]]:
-    """The arena tasks and rollouts of a category's latest round."""
+    """The arena tasks and rollouts of a category's latest round (the final evaluation left out)."""
     manifest = require_manifest(store, ROLLOUTS, category)
     tasks: list[Task] = []
     rows: list[RolloutRow] = []
     for env_id in manifest.kept:
         d = env_dir(store, ROLLOUTS, category, env_id)
+        if not (d / ARENA_TASKS_PARQUET).is_file():  # a held-out environment's final evaluation: never diagnosed
+            continue
         tasks += read_tasks(d / ARENA_TASKS_PARQUET)
         rows += read_rollouts(d / ROLLOUTS_PARQUET)
     return tasks, rows
