@@ -304,7 +304,7 @@ def arena_complete(store: Store) -> int | None:
 def arena_round_sensor(context: dg.SensorEvaluationContext, store: StoreResource):
     """Once every category's arena has finished a round, that round is diagnosed."""
     try:
-        round = arena_complete(store.get())
+        round = arena_complete(store.reader())
     except FileNotFoundError:
         return dg.SkipReason("no taxonomy yet")
     if round is None:
@@ -328,7 +328,7 @@ def round_run_config(round: int, policy: str | None = None) -> dict:
 )
 def nightly_evolution(context: dg.ScheduleEvaluationContext, store: StoreResource):
     """Starts the next round: one arena run per category, all with the same round number."""
-    s = store.get()
+    s = store.reader()
     categories = _categories(s)
     round = next_round(s, categories)
     return [

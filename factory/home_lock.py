@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 LOCK_FILE = "writer.lock"
 SANDBOX_DIR = "sandbox"
 POLL_S = 0.2
+_HELD: dict[Path, Holder] = {}  # homes this process holds: a nested hold (a run inside `factory run`) reuses it
 DEFAULT_WAIT_S = 600.0  # how long `factory run` waits for another writer before it refuses
 LEFTOVER_AGE_S = 10.0  # a younger worker directory may be a starting worker's, before it enters it
 
@@ -82,13 +83,19 @@ def home_lock(
     command: str | None = None,
     wait_s: float = 0.0,
     on_wait: Callable[[str], None] | None = None,
+    reentrant: bool = False,
 ) -> Iterator[Holder]:
     """Hold `home` exclusively for the block; wait up to `wait_s` for another holder, then raise `HomeLocked`.
 
-    `on_wait` hears once who holds the home and for how long this one waits.
+    `on_wait` hears once who holds the home and for how long this one waits. `reentrant`: when this process
+    holds `home` already (a Dagster run executed inside `factory run`), the hold is shared, not refused.
     """
     home = Path(home)
     home.mkdir(parents=True, exist_ok=True)
+    key = home.resolve()
+    if reentrant and key in _HELD:
+        yield _HELD[key]
+        return
     fd = os.open(lock_path(home), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
         _acquire(fd, home, wait_s, on_wait)
@@ -96,9 +103,11 @@ def home_lock(
         os.ftruncate(fd, 0)
         os.pwrite(fd, holder.model_dump_json().encode(), 0)
         os.fsync(fd)
+        _HELD[key] = holder
         try:
             yield holder
         finally:
+            del _HELD[key]
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing the only descriptor releases the lock

@@ -3,10 +3,13 @@ stage functions, which take it as an argument (nothing is swapped in as a proces
 
 from __future__ import annotations
 
+import contextlib
+
 import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from factory.environment import env_number
+from factory.home_lock import DEFAULT_WAIT_S, home_lock
 from factory.sandbox import Limits, SandboxPool, open_pool
 from factory.store import Store
 
@@ -15,12 +18,37 @@ DEFAULT_CALL_TIMEOUT_S = 5.0
 
 
 class StoreResource(dg.ConfigurableResource):
-    """Where artifacts live. Empty `home` means FACTORY_HOME (default `.factory/`), read when the run starts."""
+    """Where artifacts live. Empty `home` means FACTORY_HOME (default `.factory/`), read when the run starts.
+
+    A run that writes holds FACTORY_HOME's writer lock from its first write to its end, so a run launched from
+    the UI or `dagster asset materialize` waits for `factory run` (or another run) instead of racing it.
+    """
 
     home: str = Field(default="", description="FACTORY_HOME override; empty uses the environment.")
+    wait_s: float = Field(
+        default=DEFAULT_WAIT_S, description="Seconds a run waits for another writer of FACTORY_HOME before failing."
+    )
+    _lock: contextlib.ExitStack | None = PrivateAttr(default=None)
+
+    def reader(self) -> Store:
+        """The store for reading only (sensors, schedules): takes no lock."""
+        return Store(self.home or None)
 
     def get(self) -> Store:
-        return Store(self.home or None)
+        """The store, with the writer lock held until the run ends (taken on first use)."""
+        store = self.reader()
+        if self._lock is None:
+            stack = contextlib.ExitStack()
+            stack.enter_context(
+                home_lock(store.home, wait_s=self.wait_s, on_wait=dg.get_dagster_logger().warning, reentrant=True)
+            )
+            self._lock = stack
+        return store
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
 
 class SandboxResource(dg.ConfigurableResource):

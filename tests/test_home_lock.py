@@ -86,3 +86,14 @@ def test_leftover_sandbox_dirs_are_removed_and_live_ones_kept(tmp_path: Path):
         worker.kill()
         worker.wait()
     assert not dead.exists() and live.is_dir() and young.is_dir()
+
+
+def test_a_reentrant_hold_in_the_holding_process_shares_the_lock_and_others_still_wait(tmp_path: Path):
+    with home_lock(tmp_path, command="factory run") as outer:
+        with home_lock(tmp_path, reentrant=True) as inner:
+            assert inner == outer, "a run inside `factory run` shares its hold"
+        assert read_holder(tmp_path) == outer, "the inner hold's end keeps the outer one"
+        with pytest.raises(HomeLocked), home_lock(tmp_path, wait_s=0.2):
+            pytest.fail("a non-reentrant second hold in the same process must wait and refuse")
+    with home_lock(tmp_path, reentrant=True) as alone:
+        assert alone.pid == os.getpid(), "with no outer hold, a reentrant hold takes the lock itself"

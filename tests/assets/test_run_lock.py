@@ -20,6 +20,13 @@ from factory.store import Store
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]
 CATEGORY = "messaging"  # the smallest real run: one topic, one category, few tasks
+HOLD_HOME = (
+    "import sys, time\n"
+    "from factory.home_lock import home_lock\n"
+    "with home_lock(sys.argv[1], command='factory run --category messaging'):\n"
+    "    print('held', flush=True)\n"
+    "    time.sleep(120)\n"
+)
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -188,3 +195,39 @@ def test_a_signal_stops_factory_run_and_its_sandbox_workers_and_records_the_run_
     assert not {dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.NOT_STARTED} & set(statuses.values())
     with home_lock(home, wait_s=0):
         pass
+
+
+@pytest.mark.slow
+def test_a_dagster_run_waits_for_the_home_writer_and_fails_naming_it(tmp_path: Path):
+    from assets.definitions import defs
+    from resources import SandboxResource, StoreResource
+
+    home = tmp_path / "home"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_HOME, str(home)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        config = {"ops": {"topics": {"config": {"sources": [], "include": ["team-chat"]}}}}
+
+        def materialize(wait_s: float) -> dg.ExecuteInProcessResult:
+            (tmp_path / "instance").mkdir(exist_ok=True)
+            with dg.instance_for_test(temp_dir=str(tmp_path / "instance")) as instance:
+                return dg.materialize(
+                    list(defs.assets or []),
+                    instance=instance,
+                    resources={"store": StoreResource(home=str(home), wait_s=wait_s), "sandbox": SandboxResource()},
+                    selection=[dg.AssetKey("topics")],
+                    run_config=config,
+                    raise_on_error=False,
+                )
+
+        refused = materialize(0.5)
+        assert not refused.success
+        [failure] = refused.get_step_failure_events()
+        message = failure.step_failure_data.error.to_string()
+        assert f"pid {holder.pid} (factory run --category messaging)" in message and "gave up" in message
+        assert not (home / "artifacts").exists(), "nothing written while another writer holds the home"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert materialize(0.5).success, "a dead holder's lock is free"
+    assert read_holder(home) is None
