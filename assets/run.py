@@ -201,7 +201,9 @@ def _failure(result: dg.ExecuteInProcessResult) -> str:
     lines = [f"  run {result.run_id} (open it in the UI)"]
     for event in result.get_step_failure_events():
         error = event.step_failure_data.error
-        message = error.message.strip() if error else "unknown error"
+        while error is not None and error.cause is not None and "DagsterExecutionStepExecutionError" in error.cls_name:
+            error = error.cause  # Dagster's wrapper says only which op failed: the cause says why
+        message = f"{error.cls_name}: {error.message.strip()}" if error else "unknown error"
         lines.append(f"  step {event.step_key}: {message}")
     for check in result.get_asset_check_evaluations():
         if not check.passed:
