@@ -72,9 +72,9 @@ def evolve_cmd(
     category: Annotated[
         list[str] | None, typer.Option(help="Only these categories (repeatable); default: all of the taxonomy.")
     ] = None,
-    tasks_per_env: Annotated[int, typer.Option(help="Fresh arena tasks per arena environment.", min=1)] = 8,
+    tasks_per_env: Annotated[int, typer.Option(help="Fresh arena tasks per arena environment.", min=1)] = 4,
     samples: Annotated[int, typer.Option(help="Rollouts per arena task (the k of its pass rate).", min=1)] = 2,
-    targeted_per_env: Annotated[int, typer.Option(help="Targeted tasks per weak environment.", min=1)] = 8,
+    targeted_per_env: Annotated[int, typer.Option(help="Targeted tasks per weak environment.", min=1)] = 4,
     wait_timeout: Annotated[
         float, typer.Option(help="Seconds to wait for another writer of FACTORY_HOME.", min=0)
     ] = DEFAULT_WAIT_S,

@@ -45,7 +45,7 @@ class ArenaConfig(dg.Config):
 
     round: int | None = None
     policy: str | None = None
-    tasks_per_env: int = 8
+    tasks_per_env: int = 4
     samples: int = 2
     seed: int = 0
     difficulty: str | None = None
@@ -125,6 +125,24 @@ def _failure_table(record: DiagnosisRecord) -> dg.TableMetadataValue:
     return dg.MetadataValue.table(records=[dg.TableRecord(c.model_dump()) for c in record.failure_table], schema=schema)
 
 
+def _skills_table(record: DiagnosisRecord) -> dg.TableMetadataValue:
+    schema = dg.TableSchema(
+        columns=[
+            dg.TableColumn("capability", "string"),
+            dg.TableColumn("skill", "string"),
+            dg.TableColumn("first_targeted", "int"),
+            dg.TableColumn("rollouts", "int"),
+            dg.TableColumn("failure_rate", "float"),
+            dg.TableColumn("failure_rate_when_targeted", "float"),
+        ]
+    )
+    records = [
+        dg.TableRecord({**t.model_dump(), "skill": "old" if t.first_targeted is not None else "new"})
+        for t in record.skills
+    ]
+    return dg.MetadataValue.table(records=records, schema=schema)
+
+
 def _round_table(history: list[DiagnosisRecord]) -> dg.TableMetadataValue:
     schema = dg.TableSchema(
         columns=[
@@ -189,6 +207,7 @@ def diagnoses(context: dg.AssetExecutionContext, config: DiagnosisConfig, store:
             "stale_categories": dg.MetadataValue.json(record.stale_categories),
             "failures_by_category_and_capability": _failure_table(record),
             "rounds": _round_table(round_history(store.get())),
+            "skills_old_vs_new": _skills_table(record),
         },
         data_version=dg.DataVersion(written.content_hash),
     )
@@ -198,7 +217,7 @@ class TargetedConfig(dg.Config):
     """Targeted tasks per weak environment; `control: random` spends the same budget on random knobs instead
     of the diagnosis's guidelines (the control that tells targeting apart from merely making more tasks)."""
 
-    tasks_per_env: int = 8
+    tasks_per_env: int = 4
     seed: int = 0
     control: Control = "diagnosis"
     difficulty: str | None = None

@@ -171,6 +171,16 @@ def test_a_round_for_one_category_retargets_only_it_and_keeps_the_rest(world):
     _run(instance, home, ["diagnoses"])
     record = load_diagnosis(store)
     assert record.round == 2 and record.categories == [changed] and record.stale_categories == [other]
+    round_1 = round_history(store)[0]
+    targeted_before = {g.capability for g in round_1.diagnosis.guidelines}
+    for skill in record.skills:
+        if skill.capability in targeted_before:
+            assert skill.first_targeted == 1, "a skill targeted in round 1 is an old skill in round 2"
+            before = round_1.diagnosis.by_capability[skill.capability].failure_rate
+            assert skill.failure_rate_when_targeted == before
+        else:
+            assert skill.first_targeted is None and skill.failure_rate_when_targeted is None
+    assert {s.capability for s in record.skills} == set(record.diagnosis.by_capability)
     event = instance.get_latest_materialization_event(dg.AssetKey("diagnoses"))
     requests = targeted_run_requests(event)
     assert [r.partition_key for r in requests] == [changed]

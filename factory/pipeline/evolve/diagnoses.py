@@ -45,6 +45,18 @@ class FailureCell(Model):
     failure_rate: float
 
 
+class SkillTrack(Model):
+    """A capability this round: old (a guideline of an earlier round targeted it) or new, with its failure rate
+    now and in the round it was first targeted, so a round shows whether targeted skills held while new ones
+    were trained."""
+
+    capability: str
+    first_targeted: int | None = None  # None: never targeted, a new skill
+    rollouts: int
+    failure_rate: float
+    failure_rate_when_targeted: float | None = None
+
+
 class DiagnosisRecord(Model):
     """One round's diagnosis and where it came from: the categories it read, those it could not (their arena is
     of another round), the categories holding a weak environment, and those with a guideline (targeted next)."""
@@ -55,6 +67,7 @@ class DiagnosisRecord(Model):
     weak_categories: list[str] = Field(default_factory=list)
     targeted_categories: list[str] = Field(default_factory=list)  # those with a guideline: targeted next
     failure_table: list[FailureCell] = Field(default_factory=list)
+    skills: list[SkillTrack] = Field(default_factory=list)
     diagnosis: CapabilityDiagnosis
     lineage: Lineage
 
@@ -78,6 +91,28 @@ def failure_table(
         FailureCell(category=c, capability=k, rollouts=len(f), failures=sum(f), failure_rate=round(sum(f) / len(f), 4))
         for (c, k), f in sorted(cells.items())
     ]
+
+
+def skill_tracks(diagnosis: CapabilityDiagnosis, earlier: Sequence[DiagnosisRecord]) -> list[SkillTrack]:
+    """Every capability this round's rollouts needed, old (targeted in an `earlier` round) or new."""
+    first: dict[str, DiagnosisRecord] = {}
+    for record in sorted(earlier, key=lambda r: r.round):
+        for g in record.diagnosis.guidelines:
+            first.setdefault(g.capability, record)
+    out = []
+    for capability, rate in sorted(diagnosis.by_capability.items()):
+        then = first.get(capability)
+        before = then.diagnosis.by_capability.get(capability) if then else None
+        out.append(
+            SkillTrack(
+                capability=capability,
+                first_targeted=then.round if then else None,
+                rollouts=rate.rollouts,
+                failure_rate=rate.failure_rate,
+                failure_rate_when_targeted=before.failure_rate if before else None,
+            )
+        )
+    return out
 
 
 def diagnosis_path(store: Store) -> Path:
@@ -116,6 +151,7 @@ def diagnose_round(
         weak_categories=sorted({env_category[e] for e in diagnosis.weak_envs}),
         targeted_categories=sorted({g.category for g in diagnosis.guidelines}),
         failure_table=failure_table(rows, tasks, env_category),
+        skills=skill_tracks(diagnosis, [r for r in round_history(store) if r.round < round]),
         diagnosis=diagnosis.model_copy(update={"lineage": lineage}),
         lineage=lineage,
     )

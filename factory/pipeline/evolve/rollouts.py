@@ -70,7 +70,7 @@ class ArenaSettings(Model):
     round: int = Field(ge=1)
     policy: str = DEFAULT_POLICY
     policy_config: dict[str, Any] = Field(default_factory=dict)
-    tasks_per_env: int = Field(default=8, ge=1)
+    tasks_per_env: int = Field(default=4, ge=1)
     samples: int = Field(default=2, ge=1)  # rollouts per task: the k of each task's pass rate
     seed: int = 0
     final_eval_tasks: int = Field(default=8, ge=0)  # per held-out environment: the fixed final-evaluation set

@@ -48,7 +48,7 @@ class TargetedSettings(Model):
     """The targeted budget: tasks per weak environment, the seed, and whether the guidelines (`diagnosis`) or
     random knobs (`random`, the control) choose where the budget goes."""
 
-    tasks_per_env: int = Field(default=8, ge=1)
+    tasks_per_env: int = Field(default=4, ge=1)
     seed: int = 0
     control: Control = "diagnosis"
     knobs: Knobs = Field(default_factory=knobs_for)
