@@ -273,7 +273,16 @@ class _Cases:
                 return
 
     def required_filters(self) -> bool:
-        """Fix a value for each required filter of a list/search/aggregate; the cases then see only those rows."""
+        """Fix a value for each required filter of a list/search/aggregate; the cases then see only those rows.
+
+        An optional field filter with a declared default (`status="open"`) filters by it when a call leaves it
+        out, as the tool states: the cases see only the rows holding the default.
+        """
+        for p, schema in self.props.items():
+            default = schema.get("default") if isinstance(schema, dict) else None
+            f = param_field(self.entity, p) if default is not None and p not in self.required else None
+            if f is not None and not _structured(schema) and p not in self.paging.params:
+                self.rows = [r for r in self.rows if r.get(f.name) == default]
         for p in self.required:
             if p in ("query", "limit", "offset", "field", "group_by", query_param(self.props), *self.paging.params):
                 continue

@@ -15,6 +15,7 @@ import pytest
 from benchmarks.api_shapes import workos_like
 from factory.envs.build import build_env
 from factory.envs.bundle import Bundle
+from factory.envs.entities.tools import UNAPPLIED_NOTE
 from factory.envs.runtime import Environment
 from factory.graphs import NEIGHBOURHOOD_FROM, NEIGHBOURHOOD_RADIUS, weighted_walk
 from factory.tasks.difficulty import knobs_for
@@ -195,3 +196,26 @@ def test_a_search_with_a_required_query_gives_a_program_task(tmp_path_factory, m
     expected = sum(word.group(1).casefold() in n["name"].casefold() for n in nodes)
     assert 2 <= expected < len(nodes) and task.answer == expected, (task.answer, expected)
     assert f"query={word.group(1)!r}" in task.gold
+
+
+@needs_real
+def test_git_diffs_keep_context_lines_as_declared_and_do_not_filter_by_it(git_env: Path):
+    """`context_lines` (default 3) names no column of a diff: the diff listings pass the gate, keep the option
+    as the server declares it, say they do not apply it, and list a repository's diffs with or without it."""
+    kept = json.loads((git_env / "report.json").read_text())["kept_tools"]
+    assert {"git_diff_staged", "git_diff_unstaged", "git_diff"} <= set(kept), kept
+    declared = json.loads((REAL / "mcp" / "mcp-git-tools-list.json").read_text())["result"]["tools"]
+    spec = json.loads((git_env / "env.json").read_text())
+    tools = {t["name"]: t for t in spec["tools"]}
+    with Environment.open(git_env) as env, env.session() as s:
+        tables = s.snapshot().tables
+        for name, table in (("git_diff_staged", "diff_stageds"), ("git_diff_unstaged", "diff_unstageds")):
+            server = next(t for t in declared if t["name"] == name)["inputSchema"]
+            option = tools[name]["parameters"]["properties"]["context_lines"]
+            assert option["description"].endswith(UNAPPLIED_NOTE)
+            assert {k: v for k, v in option.items() if k != "description"} == server["properties"]["context_lines"]
+            repo = tables[table][0]["repo_path"]
+            expected = sorted(r["id"] for r in tables[table] if r["repo_path"] == repo)
+            for extra in ({}, {"context_lines": 8}):
+                result = s.call(name, {"repo_path": repo, "limit": 20, **extra})
+                assert result.ok and sorted(r["id"] for r in result.value["items"]) == expected, (name, extra)

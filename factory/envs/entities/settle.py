@@ -86,7 +86,14 @@ class _Draft:
         self.fields[f.name] = old.model_copy(update=update)
 
     def add_params(self, p: Plan) -> None:
+        """Fields the tool's parameters name. A read's option with a default value (`git_diff(context_lines=3)`,
+        `git_log(max_count=10)`) that no write or output names is a setting of the read, not a column: as a
+        column its default would filter every call that leaves it out. A `null` default (pydantic's optional
+        parameter) filters nothing when left out, so that parameter still names a column."""
+        reading = p.kind in ("list", "search", "aggregate")
         for name, schema, required in field_params(p.kind, self.name, p.props, p.required):
+            if reading and schema.get("default") is not None and name not in self.fields:
+                continue
             f = field_from_param(name, schema, required)
             if f is not None:
                 self.add(f)
