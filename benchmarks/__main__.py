@@ -40,11 +40,18 @@ def _real_inputs(quick: bool) -> dict[str, Any]:
     return run(quick)
 
 
+def _evolve(quick: bool) -> dict[str, Any]:
+    from benchmarks.evolve_bench import run
+
+    return run(quick)
+
+
 BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "runtime": _runtime,
     "tasks": _tasks,
     "reward_integrity": _reward_integrity,
     "real_inputs": _real_inputs,
+    "evolve": _evolve,
 }
 
 

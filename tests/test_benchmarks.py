@@ -142,3 +142,31 @@ def test_real_inputs_quick_measures_each_input(tmp_path):
         assert row["operations"] >= row["tools_kept"] >= 1
         assert row["build_seconds"] > 0 and row["build_peak_mb"] > 10
         assert set(row["tasks_kept"]) == {"graph", "program"}
+
+
+def test_evolve_quick_times_rollouts_and_both_rounds(tmp_path):
+    from benchmarks import evolve_bench
+
+    assert main(["evolve", "--quick", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "evolve.json").read_text())
+    assert data["categories"] == ["commerce", "messaging"]
+    local = data["rollouts"]["local"]
+    assert set(local["per_env"]) == set(evolve_bench.QUICK_TOPICS)
+    assert local["episodes"] == sum(e["episodes"] for e in local["per_env"].values()) > 0
+    assert local["episodes_per_s"] > 0 and 0 < local["env_share"] < 1
+    assert local["env_share"] + local["orchestration_share"] == pytest.approx(1.0, abs=0.002)
+    rounds = data["rounds"]
+    assert (rounds["n_categories"], rounds["k_categories"]) == (2, 1)
+    [full], [targeted] = rounds["full"], rounds["targeted"]
+    assert full["categories"] == data["categories"] and targeted["categories"] == rounds["targeted_subset"]
+    assert full["round"] != targeted["round"], "each measurement is a round of its own"
+    assert {s for s in targeted["stages_s"] if s.startswith("rollouts/")} == {"rollouts/commerce"}
+    for r in (full, targeted):
+        assert set(r["targeted_categories"]) <= set(r["categories"])
+        assert {s for s in r["stages_s"] if s.startswith("targeted_tasks/")} == {
+            f"targeted_tasks/{c}" for c in r["targeted_categories"]
+        }
+    assert sum(full["stages_s"].values()) <= full["wall_s"] + 0.01  # each stage rounded to ms
+    assert rounds["ratio"] == pytest.approx(targeted["wall_s"] / full["wall_s"], abs=0.001)
+    assert rounds["bound"] == pytest.approx(0.5 + evolve_bench.TARGET_MARGIN)
+    assert data["targets"] == {} and data["machine"]["python"] and data["method"]
