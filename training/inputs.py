@@ -9,7 +9,7 @@ from factory.agents.rollouts import RolloutRow, read_rollouts
 from factory.pipeline.artifacts import TASKS_PARQUET, bundles, load_taxonomy
 from factory.pipeline.evolve.rollouts import ROLLOUTS_PARQUET
 from factory.pipeline.evolve.rounds import kept_rounds, latest_round, round_dir
-from factory.pipeline.evolve.targeted import targeted_bundle_dir
+from factory.pipeline.evolve.targeted import PROFILE_PARQUET, targeted_bundle_dir
 from factory.pipeline.registry import ROLLOUTS, TARGETED_TASKS, VERIFIERS
 from factory.pipeline.runner import env_dir
 from factory.store import Store
@@ -36,13 +36,15 @@ def store_items(store: Store) -> list[TrainingItem]:
 
 
 def store_rollouts(store: Store) -> list[RolloutRow]:
-    """The latest round's rollouts of every category (empty before the first round)."""
+    """The latest round's rollouts of every category and the profiles of its targeted tasks (empty before the
+    first round): the pass rates the export filters on."""
     rows: list[RolloutRow] = []
     for category in load_taxonomy(store).categories():
-        root = ROLLOUTS.dir(store, category)
-        for d in sorted(root.iterdir()) if root.is_dir() else []:
-            if (d / ROLLOUTS_PARQUET).is_file():
-                rows += read_rollouts(d / ROLLOUTS_PARQUET)
+        for stage, name in ((ROLLOUTS, ROLLOUTS_PARQUET), (TARGETED_TASKS, PROFILE_PARQUET)):
+            root = stage.dir(store, category)
+            for d in sorted(root.iterdir()) if root.is_dir() else []:
+                if (d / name).is_file():
+                    rows += read_rollouts(d / name)
     return rows
 
 

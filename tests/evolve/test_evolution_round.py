@@ -19,11 +19,11 @@ from assets.evolve import (
     targeted_run_requests,
     targeted_tasks_sensor,
 )
-from factory.agents.rollouts import read_rollouts
+from factory.agents.rollouts import pass_rates, read_rollouts
 from factory.pipeline.evolve.diagnoses import load_diagnosis, round_history
 from factory.pipeline.evolve.rollouts import ARENA_TASKS_PARQUET, FINAL_EVAL_PARQUET, ROLLOUTS_PARQUET
 from factory.pipeline.evolve.rounds import kept_rounds, round_dir
-from factory.pipeline.evolve.targeted import TARGETED_JSON, TargetedRecord, category_targeted
+from factory.pipeline.evolve.targeted import PROFILE_PARQUET, TARGETED_JSON, TargetedRecord, category_targeted
 from factory.pipeline.registry import ROLLOUTS, TARGETED_TASKS
 from factory.pipeline.runner import load_manifest
 from factory.store import Store, hash_dir, read_json
@@ -161,6 +161,9 @@ def test_a_round_for_one_category_retargets_only_it_and_keeps_the_rest(world):
             for k, ts in [("targeted", tasks), ("arena", arena)]
         }
         assert share["targeted"] >= share["arena"], f"targeted at {guideline.capability}: {share}"
+        profile = read_rollouts(store.artifact_dir("targeted_tasks", c) / env_id / PROFILE_PARQUET)
+        assert sorted(r.task_id for r in profile) == sorted(t.id for t in tasks for _ in range(2)), "profiled twice"
+        assert all(r.policy_id.startswith("first-page:") for r in profile), "by the round's own policy"
     changed, other = categories
     other_files = hash_dir(store.artifact_dir("targeted_tasks", other))
     other_version = _version(instance, "targeted_tasks", other)
@@ -214,6 +217,8 @@ def test_complete_rounds_are_diagnosed_and_the_schedule_starts_the_next(world):
 @pytest.mark.slow
 def test_training_takes_the_targeted_tasks_and_records_that_nothing_was_launched_without_a_gpu(world, monkeypatch):
     pytest.importorskip("verl", reason="the train extra is not installed")
+    from training.inputs import store_rollouts
+
     home, instance, categories = world
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setattr("training.launch.visible_gpus", lambda: 0)
@@ -226,7 +231,12 @@ def test_training_takes_the_targeted_tasks_and_records_that_nothing_was_launched
     targeted = {t.id for c in categories for t in category_targeted(store, c)}
     rows = pq.read_table(meta["training_dataset"]["dataset"].value).to_pylist()
     exported = {r["extra_info"]["task_id"] for r in rows}
-    assert targeted and targeted <= exported, "the latest targeted tasks are trained on"
+    rates = pass_rates(store_rollouts(store))
+    unlearnable = {t for t in targeted if rates.get(t) in (0.0, 1.0)}
+    assert targeted and targeted - unlearnable <= exported, "learnable targeted tasks are trained on"
+    assert not unlearnable & exported, "tasks the policy always or never solves are left out"
+    dropped = meta["training_dataset"]["dropped_too_easy"].value + meta["training_dataset"]["dropped_too_hard"].value
+    assert dropped >= len(unlearnable)
     assert meta["policy_checkpoint"]["launched"].value is False
     assert meta["policy_checkpoint"]["status"].value.startswith("not launched")
 

@@ -26,7 +26,7 @@ from factory.evolve.diagnosis import (
 )
 from factory.models import Lineage, Model, Task
 from factory.pipeline.artifacts import Written, load_taxonomy
-from factory.pipeline.evolve.rollouts import category_arena
+from factory.pipeline.evolve.rollouts import ArenaSettings, category_arena, load_arena_settings
 from factory.pipeline.evolve.rounds import archive, arena_rounds, kept_rounds, round_dir
 from factory.pipeline.registry import DIAGNOSES, ROLLOUTS
 from factory.pipeline.runner import manifest_hashes
@@ -68,6 +68,7 @@ class DiagnosisRecord(Model):
     targeted_categories: list[str] = Field(default_factory=list)  # those with a guideline: targeted next
     failure_table: list[FailureCell] = Field(default_factory=list)
     skills: list[SkillTrack] = Field(default_factory=list)
+    arena: ArenaSettings | None = None  # how the round was played (its policy profiles the targeted tasks)
     diagnosis: CapabilityDiagnosis
     lineage: Lineage
 
@@ -151,6 +152,7 @@ def diagnose_round(
         weak_categories=sorted({env_category[e] for e in diagnosis.weak_envs}),
         targeted_categories=sorted({g.category for g in diagnosis.guidelines}),
         failure_table=failure_table(rows, tasks, env_category),
+        arena=load_arena_settings(store, diagnosed[0]) if diagnosed else None,
         skills=skill_tracks(diagnosis, [r for r in round_history(store) if r.round < round]),
         diagnosis=diagnosis.model_copy(update={"lineage": lineage}),
         lineage=lineage,

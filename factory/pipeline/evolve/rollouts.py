@@ -46,7 +46,7 @@ from factory.pipeline.runner import (
     run_stage,
 )
 from factory.sandbox import SandboxPool
-from factory.store import Store, hash_value, write_json_atomic
+from factory.store import Store, hash_value, read_json, write_json_atomic
 from factory.tasks.difficulty import Knobs, knobs_for
 from factory.tasks.synthesize import nothing_kept, synthesize_tasks
 from factory.tasks.table import read_tasks, write_tasks
@@ -54,6 +54,7 @@ from factory.tasks.table import read_tasks, write_tasks
 ARENA_TASKS_PARQUET = "arena_tasks.parquet"
 ROLLOUTS_PARQUET = "rollouts.parquet"
 PASS_RATES_JSON = "pass_rates.json"
+ARENA_JSON = "arena.json"  # the round's settings: which policy played, so its targeted tasks are profiled by it
 FINAL_EVAL_PARQUET = "final_eval.parquet"
 FINAL_EVAL = "final_eval_"  # the prefix of the final evaluation's counts
 # The arena spans difficulty levels: the diagnosis finds a gap by contrast, which one level alone may not offer.
@@ -118,7 +119,8 @@ def _stamped(tasks: list[Task], round: int) -> list[Task]:
     ]
 
 
-def _play(bundle: Bundle, tasks: list[Task], settings: ArenaSettings, pool: SandboxPool) -> list[RolloutRow]:
+def play(bundle: Bundle, tasks: list[Task], settings: ArenaSettings, pool: SandboxPool) -> list[RolloutRow]:
+    """The round's policy on `tasks`, `settings.samples` times each, with the round's seed."""
     policy = make_policy(settings.policy, **settings.policy_config)
     return run_rollouts(
         bundle.path,
@@ -147,6 +149,23 @@ def _counts(rows: list[RolloutRow], wall: float, prefix: str = "") -> dict[str, 
         "env_share": round(sum(r.env_s for r in rows) / max(sum(r.wall_s for r in rows), 1e-9), 4),
     }
     return {f"{prefix}{k}": v for k, v in counts.items()}
+
+
+def write_pass_rates(rows: list[RolloutRow], path: Path) -> None:
+    """Each task's pass rate over its counted rollouts and its pool (too easy / learnable / too hard)."""
+    rates = pass_rates(rows)
+    pools = pool_tasks(rates)
+    write_json_atomic(path, {t: {"pass_rate": r, "pool": pools[t]} for t, r in rates.items()})
+
+
+def load_arena_settings(store: Store, category: str) -> ArenaSettings | None:
+    """The settings the category's latest arena round was played with (None: no arena environment played)."""
+    manifest = require_manifest(store, ROLLOUTS, category)
+    for env_id in manifest.kept:
+        path = env_dir(store, ROLLOUTS, category, env_id) / ARENA_JSON
+        if path.is_file():
+            return ArenaSettings.model_validate(read_json(path))
+    return None
 
 
 def final_eval_tasks(store: Store, category: str, env_id: str, limit: int) -> list[Task]:
@@ -178,13 +197,12 @@ def roll_out_category(
         ]
         tasks = _stamped(list({t.id: t for r in runs for t in r.tasks}.values()), settings.round)
         started = time.perf_counter()
-        rows = _play(bundle, tasks, settings, pool)
+        rows = play(bundle, tasks, settings, pool)
         wall = time.perf_counter() - started
-        rates = pass_rates(rows)
         write_tasks(tasks, out / ARENA_TASKS_PARQUET)
         write_rollouts(rows, out / ROLLOUTS_PARQUET)
-        pools = pool_tasks(rates)
-        write_json_atomic(out / PASS_RATES_JSON, {t: {"pass_rate": r, "pool": pools[t]} for t, r in rates.items()})
+        write_pass_rates(rows, out / PASS_RATES_JSON)
+        write_json_atomic(out / ARENA_JSON, settings.model_dump(mode="json", exclude={"ray_address"}))
         return EnvOutcome(
             env_id=bundle.spec.id,
             kept=bool(tasks),
@@ -195,7 +213,7 @@ def roll_out_category(
     def final_eval(bundle: Bundle, out: Path) -> EnvOutcome:
         tasks = final_eval_tasks(store, category, bundle.spec.id, settings.final_eval_tasks)
         started = time.perf_counter()
-        rows = _play(bundle, tasks, settings, pool)
+        rows = play(bundle, tasks, settings, pool)
         write_rollouts(rows, out / FINAL_EVAL_PARQUET)
         return EnvOutcome(
             env_id=bundle.spec.id,

@@ -3,8 +3,11 @@ diagnosis's guidelines turn (the environment complexified first when a guideline
 or, as the control, the same budget spent on random knobs. Environments no guideline names get nothing; a
 category without a weak environment keeps an empty record.
 
-`artifacts/targeted_tasks/<category>/<env>/` holds `tasks.parquet`, `targeted.json` (the guidelines, the runs)
-and, when complexified, the new version of the environment in `bundle/`.
+Each targeted task is profiled: the round's policy plays it as many times as in the arena, and its pass rate is
+kept (`pass_rates.json`), so the training export can drop what the policy always or never solves.
+
+`artifacts/targeted_tasks/<category>/<env>/` holds `tasks.parquet`, `targeted.json` (the guidelines, the runs),
+`profile.parquet`, `pass_rates.json` and, when complexified, the new version of the environment in `bundle/`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from factory.agents.rollouts import pass_rates, pool_tasks, write_rollouts
 from factory.envs.bundle import Bundle
 from factory.evolve.diagnosis import TargetedGuideline
 from factory.evolve.targeting import random_control, synthesize_targeted
@@ -21,6 +25,7 @@ from factory.mining.complexify import ComplexifyError, complexify
 from factory.models import Model, Task
 from factory.pipeline.artifacts import TASKS_PARQUET, bundles
 from factory.pipeline.evolve.diagnoses import load_diagnosis
+from factory.pipeline.evolve.rollouts import PASS_RATES_JSON, play, write_pass_rates
 from factory.pipeline.evolve.rounds import archive
 from factory.pipeline.registry import DIAGNOSES, TARGETED_TASKS, TOOL_TESTS
 from factory.pipeline.runner import (
@@ -39,6 +44,8 @@ from factory.tasks.difficulty import Knobs, knobs_for
 from factory.tasks.table import read_tasks, write_tasks
 
 TARGETED_JSON = "targeted.json"
+PROFILE_PARQUET = "profile.parquet"  # the round's policy on the targeted tasks: their pass rates
+POOLS = ("too_easy", "learnable", "too_hard")
 BUNDLE_DIR = "bundle"
 
 Control = Literal["diagnosis", "random"]
@@ -114,6 +121,10 @@ def synthesize_category_targeted(
                 pool=pool,
             )
             write_tasks(made.tasks, out / TASKS_PARQUET)
+            profile = play(bundle, made.tasks, record.arena, pool) if record.arena and made.tasks else []
+            write_rollouts(profile, out / PROFILE_PARQUET)
+            write_pass_rates(profile, out / PASS_RATES_JSON)
+            pools = pool_tasks(pass_rates(profile))
             write_json_atomic(
                 out / TARGETED_JSON,
                 TargetedRecord(
@@ -139,6 +150,7 @@ def synthesize_category_targeted(
                     "needs_pagination": sum(1 for t in made.tasks if t.needs_pagination),
                     "mutation_tasks": sum(1 for t in made.tasks if t.mutates),
                     "complexified": float(bundle is not by_env[env_id]),
+                    **{f"pool_{name}": sum(1 for p in pools.values() if p == name) for name in POOLS},
                 },
             )
 
