@@ -3,7 +3,9 @@ live here, next to the assets (factory/ never imports Dagster)."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
+from collections.abc import Iterator
 from types import FrameType
 from typing import Annotated
 
@@ -28,22 +30,16 @@ def run_cmd(
     ] = DEFAULT_WAIT_S,
 ) -> None:
     """Materialize the whole asset graph offline (discovery, then every category) into FACTORY_HOME."""
-    from assets.run import RunInterrupted, run_factory
-    from factory.home_lock import HomeLocked
+    from assets.run import run_factory
     from factory.store import Store
 
     store = Store()
     stop_on_signals()
-    try:
-        summary = run_factory(store, categories=category or [], echo=typer.echo, wait_s=wait_timeout if wait else 0)
-    except KeyError as e:
-        fail(str(e.args[0]), 2)
-    except HomeLocked as e:
-        fail(str(e))
-    except RunInterrupted as e:
-        fail(f"interrupted: run {e.run_id} is recorded as failed; FACTORY_HOME is free again", 130)
-    except KeyboardInterrupt:
-        fail("interrupted; FACTORY_HOME is free again", 130)
+    with writer_exits():
+        try:
+            summary = run_factory(store, categories=category or [], echo=typer.echo, wait_s=wait_timeout if wait else 0)
+        except KeyError as e:
+            fail(str(e.args[0]), 2)
     if summary.evolution and summary.evolution.round:
         e = summary.evolution
         typer.echo(
@@ -82,9 +78,8 @@ def evolve_cmd(
     """One evolution round on what `factory run` built: the arena, the diagnosis, targeted tasks for the weak
     categories. Ends with one JSON line: round, weak_categories, gaps, targeted_tasks, rematerialized_partitions."""
     from assets.evolve_round import evolve_round
-    from assets.run import RunInterrupted, writer
+    from assets.run import writer
     from factory.agents.policies import POLICIES
-    from factory.home_lock import HomeLocked
     from factory.pipeline.artifacts import load_taxonomy
     from factory.pipeline.evolve.rounds import next_round
     from factory.pipeline.registry import VERIFIERS
@@ -107,31 +102,40 @@ def evolve_cmd(
     if not categories:
         fail(f"no verified tasks under {store.artifacts}: run `factory run` first", 2)
     stop_on_signals()
-    try:
-        with writer(store, typer.echo, wait_timeout) as runner:
-            summary = evolve_round(
-                runner,
-                store,
-                categories,
-                round=round or next_round(store, known),
-                policy=policy,
-                control=control,  # type: ignore[arg-type]
-                arena={"tasks_per_env": tasks_per_env, "samples": samples},
-                targeted={"tasks_per_env": targeted_per_env},
-                echo=typer.echo,
-            )
-    except HomeLocked as e:
-        fail(str(e))
-    except RunInterrupted as e:
-        fail(f"interrupted: run {e.run_id} is recorded as failed; FACTORY_HOME is free again", 130)
-    except KeyboardInterrupt:
-        fail("interrupted; FACTORY_HOME is free again", 130)
+    with writer_exits(), writer(store, typer.echo, wait_timeout) as runner:
+        summary = evolve_round(
+            runner,
+            store,
+            categories,
+            round=round or next_round(store, known),
+            policy=policy,
+            control=control,  # type: ignore[arg-type]
+            arena={"tasks_per_env": tasks_per_env, "samples": samples},
+            targeted={"tasks_per_env": targeted_per_env},
+            echo=typer.echo,
+        )
     typer.echo(summary.json_line())
     if summary.failed:
         raise typer.Exit(1)
 
 
 app.command("train")(train_cmd)
+
+
+@contextlib.contextmanager
+def writer_exits() -> Iterator[None]:
+    """A writer's ends as exit codes: another writer holds FACTORY_HOME (1), a signal stopped the run (130)."""
+    from assets.run import RunInterrupted
+    from factory.home_lock import HomeLocked
+
+    try:
+        yield
+    except HomeLocked as e:
+        fail(str(e))
+    except RunInterrupted as e:
+        fail(f"interrupted: run {e.run_id} is recorded as failed; FACTORY_HOME is free again", 130)
+    except KeyboardInterrupt:
+        fail("interrupted; FACTORY_HOME is free again", 130)
 
 
 def stop_on_signals() -> None:

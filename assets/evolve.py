@@ -112,62 +112,37 @@ class DiagnosisConfig(dg.Config):
     min_failure_rate: float = 0.2
 
 
+def _table(columns: dict[str, str], rows: list[dict[str, object]]) -> dg.TableMetadataValue:
+    """A UI table: `columns` maps each column to its type; rows carry exactly those keys."""
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in columns.items()])
+    return dg.MetadataValue.table(records=[dg.TableRecord({c: row[c] for c in columns}) for row in rows], schema=schema)
+
+
 def _failure_table(record: DiagnosisRecord) -> dg.TableMetadataValue:
-    schema = dg.TableSchema(
-        columns=[
-            dg.TableColumn("category", "string"),
-            dg.TableColumn("capability", "string"),
-            dg.TableColumn("rollouts", "int"),
-            dg.TableColumn("failures", "int"),
-            dg.TableColumn("failure_rate", "float"),
-        ]
-    )
-    return dg.MetadataValue.table(records=[dg.TableRecord(c.model_dump()) for c in record.failure_table], schema=schema)
+    columns = {"category": "string", "capability": "string", "rollouts": "int", "failures": "int"}
+    return _table(columns | {"failure_rate": "float"}, [c.model_dump() for c in record.failure_table])
 
 
 def _skills_table(record: DiagnosisRecord) -> dg.TableMetadataValue:
-    schema = dg.TableSchema(
-        columns=[
-            dg.TableColumn("capability", "string"),
-            dg.TableColumn("skill", "string"),
-            dg.TableColumn("first_targeted", "int"),
-            dg.TableColumn("rollouts", "int"),
-            dg.TableColumn("failure_rate", "float"),
-            dg.TableColumn("failure_rate_when_targeted", "float"),
-        ]
-    )
-    records = [
-        dg.TableRecord({**t.model_dump(), "skill": "old" if t.first_targeted is not None else "new"})
-        for t in record.skills
-    ]
-    return dg.MetadataValue.table(records=records, schema=schema)
+    columns = {"capability": "string", "skill": "string", "first_targeted": "int", "rollouts": "int"}
+    rows = [{**t.model_dump(), "skill": "old" if t.first_targeted is not None else "new"} for t in record.skills]
+    return _table(columns | {"failure_rate": "float", "failure_rate_when_targeted": "float"}, rows)
 
 
 def _round_table(history: list[DiagnosisRecord]) -> dg.TableMetadataValue:
-    schema = dg.TableSchema(
-        columns=[
-            dg.TableColumn("round", "int"),
-            dg.TableColumn("policy", "string"),
-            dg.TableColumn("failure_rate", "float"),
-            dg.TableColumn("rollouts", "int"),
-            dg.TableColumn("weak_environments", "int"),
-            dg.TableColumn("weak_categories", "string"),
-        ]
-    )
-    records = [
-        dg.TableRecord(
-            {
-                "round": r.round,
-                "policy": r.diagnosis.policy_id,
-                "failure_rate": r.diagnosis.base_failure_rate,
-                "rollouts": r.diagnosis.counted,
-                "weak_environments": len(r.diagnosis.weak_envs),
-                "weak_categories": ", ".join(r.weak_categories),
-            }
-        )
+    columns = {"round": "int", "policy": "string", "failure_rate": "float", "rollouts": "int"}
+    rows = [
+        {
+            "round": r.round,
+            "policy": r.diagnosis.policy_id,
+            "failure_rate": r.diagnosis.base_failure_rate,
+            "rollouts": r.diagnosis.counted,
+            "weak_environments": len(r.diagnosis.weak_envs),
+            "weak_categories": ", ".join(r.weak_categories),
+        }
         for r in history
     ]
-    return dg.MetadataValue.table(records=records, schema=schema)
+    return _table(columns | {"weak_environments": "int", "weak_categories": "string"}, rows)
 
 
 def gaps(record: DiagnosisRecord) -> list[dict[str, object]]:
