@@ -25,7 +25,8 @@ def test_a_wrong_answer_counts_as_a_failed_call(shop_bundle: Path, tmp_path: Pat
     probe = read_probe(shop_bundle)
     with factory_serve(shop_bundle, tmp_path / "serve.log") as (url, pid):
         answer = run_async(first_answer(url, probe, "factory serve"))
-        right = run_async(run_load(url, probe.tool, probe.args, 3, 2, answer, [pid]))
+        # enough calls for the server's CPU time to pass a clock tick (10 ms) however fast one call is
+        right = run_async(run_load(url, probe.tool, probe.args, 3, 40, answer, [pid]))
         wrong = run_async(run_load(url, probe.tool, probe.args, 3, 2, {"not": "it"}, [pid]))
     assert isinstance(right, LoadResult) and right.failed_calls == 0 and right.server_cpu_s > 0
     assert wrong.failed_calls == 6 and "unexpected answer" in (wrong.first_error or "")
