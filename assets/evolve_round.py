@@ -69,6 +69,15 @@ def evolve_round(
     from assets.evolve import diagnoses_job, rollouts_job, targeted_run_requests, targeted_tasks_job
 
     summary = EvolutionSummary()
+
+    def ran(key: str, job: str, partition: str | None = None, run_config: dict[str, Any] | None = None) -> bool:
+        """Run one job; a failure is recorded under `key` and told, and the round goes on where it can."""
+        failure = runner.execute(job, partition, run_config)
+        if failure:
+            summary.failed[key] = failure
+            echo(f"  {key} failed:\n{failure}")
+        return not failure
+
     playing = [c for c in categories if arena_envs(store, c)]
     if not playing:
         echo(
@@ -79,15 +88,9 @@ def evolve_round(
     arena_config = {**(arena or {}), **({"round": round} if round else {}), **({"policy": policy} if policy else {})}
     for i, category in enumerate(playing, 1):
         echo(f"[evolve {i}/{len(playing)}] arena rollouts: {category}")
-        failure = runner.execute(rollouts_job.name, category, _config(ROLLOUTS.name, arena_config))
-        if failure:
-            summary.failed[f"rollouts/{category}"] = failure
-            echo(f"  rollouts failed:\n{failure}")
+        ran(f"rollouts/{category}", rollouts_job.name, category, _config(ROLLOUTS.name, arena_config))
     echo("[evolve] diagnosis")
-    failure = runner.execute(diagnoses_job.name)
-    if failure:
-        summary.failed[DIAGNOSES.name] = failure
-        echo(f"  diagnoses failed:\n{failure}")
+    if not ran(DIAGNOSES.name, diagnoses_job.name):
         return summary
     record = load_diagnosis(store)
     summary.round = record.round
@@ -99,10 +102,7 @@ def evolve_round(
     for request in requests:
         category = request.partition_key or ""
         echo(f"[evolve] targeted tasks: {category} (weak)")
-        failure = runner.execute(targeted_tasks_job.name, category, request.run_config)
-        if failure:
-            summary.failed[f"targeted_tasks/{category}"] = failure
-            echo(f"  targeted_tasks failed:\n{failure}")
+        if not ran(f"targeted_tasks/{category}", targeted_tasks_job.name, category, request.run_config):
             continue
         summary.rematerialized_partitions.append(category)
         manifest = load_manifest(store, TARGETED_TASKS, category)

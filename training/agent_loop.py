@@ -24,7 +24,8 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, ToolAgentLoop
 
-from factory.models import Model, Task, ToolCall, ToolResult, Trajectory, Verdict
+from factory.agents.rollouts import fault
+from factory.models import Model, Task, ToolCall, Trajectory, Verdict
 from factory.verify.scoring import judge, rubric_reward_setting, score_trajectory
 from training import episodes
 from training.dataset import AGENT_NAME
@@ -52,10 +53,6 @@ def final_answer(messages: list[dict[str, Any]], special_tokens: Sequence[str] =
     for token in special_tokens:
         text = text.replace(token, "")
     return text.strip() or None
-
-
-def fault(call: ToolCall, result: ToolResult) -> str:
-    return f"{call.tool}: {result.error.code}: {result.error.message}" if result.error else f"{call.tool}: failed"
 
 
 @register(AGENT_NAME)

@@ -22,10 +22,10 @@ from typing import Any
 import pyarrow as pa
 from pydantic import Field
 
-from factory.agents.policies import opening
+from factory.agents.policies import opening, tool_schema
 from factory.agents.rollouts import RolloutRow, pass_rates, pool_tasks
 from factory.envs.bundle import Bundle
-from factory.models import EnvSpec, Model, Task, ToolSpec
+from factory.models import EnvSpec, Model, Task
 from factory.store import write_parquet
 
 AGENT_NAME = "factory_agent"
@@ -77,14 +77,6 @@ class DatasetReport(Model):
     dropped_too_easy: list[str] = Field(default_factory=list)
     dropped_too_hard: list[str] = Field(default_factory=list)
     replayed: list[str] = Field(default_factory=list)  # earlier rounds' tasks mixed back in
-
-
-def tool_schema(tool: ToolSpec) -> dict[str, Any]:
-    """A tool as an OpenAI function schema: what verl's tool config declares and the chat template renders."""
-    return {
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-    }
 
 
 def _dumps(value: Any) -> str:

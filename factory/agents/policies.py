@@ -393,12 +393,15 @@ class LLMConfig(PolicyConfig):
     timeout_s: float = Field(default=120.0, gt=0)
 
 
+def tool_schema(tool: ToolSpec) -> dict[str, Any]:
+    """A tool in OpenAI function-calling format (what chat templates render and verl's tool config declares)."""
+    function = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    return {"type": "function", "function": function}
+
+
 def tool_schemas(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     """The tools in OpenAI function-calling format."""
-    return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
-        for t in tools
-    ]
+    return [tool_schema(t) for t in tools]
 
 
 def history_view(messages: list[Message], history: Literal["full", "window"], window: int) -> list[Message]:

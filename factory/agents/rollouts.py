@@ -111,7 +111,8 @@ def rollouts_key(
     )
 
 
-def _fault(call: ToolCall, result: ToolResult) -> str:
+def fault(call: ToolCall, result: ToolResult) -> str:
+    """A failed call as the rollouts table records it: `tool: code: message`."""
     error = result.error
     return f"{call.tool}: {error.code}: {error.message}" if error else f"{call.tool}: failed"
 
@@ -162,8 +163,8 @@ def run_episode(
         final_answer=out.final_answer,
         reward=verdict.score,
         verdict=verdict,
-        env_errors=[_fault(c, r) for c, r in executed if not r.ok and r.env_error],
-        agent_errors=[_fault(c, r) for c, r in executed if not r.ok and not r.env_error],
+        env_errors=[fault(c, r) for c, r in executed if not r.ok and r.env_error],
+        agent_errors=[fault(c, r) for c, r in executed if not r.ok and not r.env_error],
         error=error,
         turns=out.turns,
         wall_s=wall,

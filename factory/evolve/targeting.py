@@ -60,7 +60,8 @@ def split_budget(n: int, parts: int) -> list[int]:
     return [n // parts + (i < n % parts) for i in range(parts)]
 
 
-def _stamped(task: Task, round: int, guideline_id: str | None) -> Task:
+def stamped(task: Task, round: int, guideline_id: str | None = None) -> Task:
+    """The task with its round (and guideline) in both its origin and its lineage."""
     lineage = task.lineage.model_copy(update={"round": round, "guideline_id": guideline_id}) if task.lineage else None
     return task.model_copy(update={"origin": Origin(round=round, guideline_id=guideline_id), "lineage": lineage})
 
@@ -84,7 +85,7 @@ def _run(
         for task in result.tasks:
             if task.id not in seen:
                 seen.add(task.id)
-                out.tasks.append(_stamped(task, round, guideline_id))
+                out.tasks.append(stamped(task, round, guideline_id))
     return out
 
 

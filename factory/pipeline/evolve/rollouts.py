@@ -29,7 +29,7 @@ from factory.agents.rollouts import (
     write_rollouts,
 )
 from factory.envs.bundle import Bundle
-from factory.evolve.targeting import split_budget
+from factory.evolve.targeting import split_budget, stamped
 from factory.models import Model, Split, Task
 from factory.pipeline.artifacts import TASKS_PARQUET, bundles
 from factory.pipeline.evolve.rounds import archive
@@ -86,9 +86,10 @@ def default_policy() -> str:
     return os.environ.get(POLICY_VARIABLE, "").strip() or DEFAULT_POLICY
 
 
-def round_seed(seed: int, round: int) -> int:
-    """The seed of a round's arena tasks and episodes: fresh tasks every round, the same ones on a rerun."""
-    return int(hash_value(["arena", seed, round])[:8], 16)
+def round_seed(seed: int, round: int, purpose: str = "arena") -> int:
+    """The seed of a round's work (`purpose`: the arena's tasks and episodes, the targeted tasks): fresh every
+    round, the same on a rerun."""
+    return int(hash_value([purpose, seed, round])[:8], 16)
 
 
 def env_splits(store: Store, category: str) -> dict[str, Split]:
@@ -104,19 +105,6 @@ def env_splits(store: Store, category: str) -> dict[str, Split]:
 
 def arena_envs(store: Store, category: str) -> list[str]:
     return sorted(e for e, split in env_splits(store, category).items() if split == "arena")
-
-
-def _stamped(tasks: list[Task], round: int) -> list[Task]:
-    return [
-        t.model_copy(
-            update={
-                "split": "arena",
-                "origin": t.origin.model_copy(update={"round": round}),
-                "lineage": t.lineage.model_copy(update={"round": round}) if t.lineage else None,
-            }
-        )
-        for t in tasks
-    ]
 
 
 def play(bundle: Bundle, tasks: list[Task], settings: ArenaSettings, pool: SandboxPool) -> list[RolloutRow]:
@@ -195,7 +183,8 @@ def roll_out_category(
             for knobs, k in zip(settings.levels, budget, strict=True)
             if k > 0
         ]
-        tasks = _stamped(list({t.id: t for r in runs for t in r.tasks}.values()), settings.round)
+        unique = {t.id: t for r in runs for t in r.tasks}.values()
+        tasks = [stamped(t, settings.round).model_copy(update={"split": "arena"}) for t in unique]
         started = time.perf_counter()
         rows = play(bundle, tasks, settings, pool)
         wall = time.perf_counter() - started

@@ -25,7 +25,7 @@ from factory.mining.complexify import ComplexifyError, complexify
 from factory.models import Model, Task
 from factory.pipeline.artifacts import TASKS_PARQUET, bundles
 from factory.pipeline.evolve.diagnoses import load_diagnosis
-from factory.pipeline.evolve.rollouts import PASS_RATES_JSON, play, write_pass_rates
+from factory.pipeline.evolve.rollouts import PASS_RATES_JSON, play, round_seed, write_pass_rates
 from factory.pipeline.evolve.rounds import archive
 from factory.pipeline.registry import DIAGNOSES, TARGETED_TASKS, TOOL_TESTS
 from factory.pipeline.runner import (
@@ -115,7 +115,7 @@ def synthesize_category_targeted(
                 bundle,
                 mine,
                 settings.tasks_per_env,
-                int(hash_value(["targeted", settings.seed, round])[:8], 16),
+                round_seed(settings.seed, round, "targeted"),
                 round,
                 base_knobs=settings.knobs,
                 pool=pool,
