@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -214,12 +214,13 @@ async def run_load(
     calls_per_session: int,
     expect: Any = None,
     server_pids: list[int] | None = None,
-    worker_pids: list[int] | None = None,
+    worker_pids: Callable[[], list[int]] | None = None,
     open_concurrency: int = 50,
 ) -> LoadResult:
     """Open `sessions` sessions, then have every one call `tool` `calls_per_session` times at once.
 
-    Only the call phase is timed (and the CPU of `server_pids`, and apart of `worker_pids`, counted);
+    Only the call phase is timed (and the CPU of `server_pids`, and apart of the processes `worker_pids()`
+    names once the sessions are open, counted: a server may start a process per session as it opens);
     a call whose answer differs from `expect` (when given) counts as failed.
     """
     gate = asyncio.Semaphore(open_concurrency)
@@ -244,13 +245,14 @@ async def run_load(
             if expect is not None and answer != expect:
                 errors.append(f"unexpected answer {answer!r}")
 
-    server_pids, worker_pids = server_pids or [], worker_pids or []
-    cpu_before, workers_before = cpu_seconds(server_pids), cpu_seconds(worker_pids)
+    server_pids = server_pids or []
+    workers = worker_pids() if worker_pids is not None else []
+    cpu_before, workers_before = cpu_seconds(server_pids), cpu_seconds(workers)
     started = time.perf_counter()
     try:
         await asyncio.gather(*(drive(s) for s in opened_sessions))
         wall = time.perf_counter() - started
-        cpu, workers_cpu = cpu_seconds(server_pids) - cpu_before, cpu_seconds(worker_pids) - workers_before
+        cpu, workers_cpu = cpu_seconds(server_pids) - cpu_before, cpu_seconds(workers) - workers_before
     finally:
         await asyncio.gather(*(s.close() for s in opened_sessions))
     latencies.sort()

@@ -470,7 +470,9 @@ async def first_answer(url: str, probe: ReadProbe, what: str, timeout_s: float =
 def _loads(
     url: str, pid: int, probe: ReadProbe, expect: Any, sizes: list[int], cfg: RuntimeBenchConfig
 ) -> list[LoadResult]:
-    workers = [p for p in process_tree(pid) if p != pid]
+    def workers() -> list[int]:
+        return [p for p in process_tree(pid) if p != pid]
+
     warm = run_async(run_load(url, probe.tool, probe.args, min(sizes), 5, expect, [pid], workers))
     if warm.failed_calls:
         raise RuntimeError(f"warm-up calls failed: {warm.first_error}")
