@@ -31,7 +31,8 @@ class LoadError(RuntimeError):
 
 
 class LoadResult(BaseModel):
-    """One load run: its sessions, calls, failures and latencies of the timed `tools/call` phase."""
+    """One load run: its sessions, calls, failures and latencies of the timed `tools/call` phase, and how long
+    each session took to open (initialize + initialized: a server may set up the session's state there)."""
 
     sessions: int
     calls: int
@@ -43,6 +44,8 @@ class LoadResult(BaseModel):
     max_ms: float
     server_cpu_s: float
     workers_cpu_s: float
+    open_p50_ms: float = float("nan")
+    open_p99_ms: float = float("nan")
     first_error: str | None = None
 
 
@@ -225,11 +228,17 @@ async def run_load(
     """
     gate = asyncio.Semaphore(open_concurrency)
 
+    open_ms: list[float] = []
+
     async def opened() -> McpSession:
         async with gate:
-            return await McpSession.open(url)
+            started = time.perf_counter()
+            session = await McpSession.open(url)
+            open_ms.append((time.perf_counter() - started) * 1000)
+            return session
 
     opened_sessions = await asyncio.gather(*(opened() for _ in range(sessions)))
+    open_ms.sort()
     latencies: list[float] = []
     errors: list[str] = []
 
@@ -268,6 +277,8 @@ async def run_load(
         max_ms=round(latencies[-1] if latencies else float("nan"), 2),
         server_cpu_s=round(cpu, 4),
         workers_cpu_s=round(workers_cpu, 4),
+        open_p50_ms=round(_percentile(open_ms, 0.50), 2),
+        open_p99_ms=round(_percentile(open_ms, 0.99), 2),
         first_error=errors[0][:500] if errors else None,
     )
 

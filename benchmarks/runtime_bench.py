@@ -514,6 +514,7 @@ def _load_keys(prefix: str, loads: list[LoadResult]) -> dict[str, Any]:
         out[f"{prefix}_p50_ms_{load.sessions}_sessions"] = load.p50_ms
         out[f"{prefix}_p99_ms_{load.sessions}_sessions"] = load.p99_ms
         out[f"{prefix}_calls_per_s_{load.sessions}_sessions"] = load.calls_per_s
+        out[f"{prefix}_open_p99_ms_{load.sessions}_sessions"] = load.open_p99_ms
     calls = sum(load.calls for load in loads)
     out[f"{prefix}_server_cpu_ms_per_call"] = round(1000 * sum(load.server_cpu_s for load in loads) / calls, 3)
     out[f"{prefix}_workers_cpu_ms_per_call"] = round(1000 * sum(load.workers_cpu_s for load in loads) / calls, 3)
@@ -663,7 +664,9 @@ METHOD = {
     "HTTP/1.1, one keep-alive connection and one initialize-handshake session per simulated rollout) pinned with "
     "them to `mcp_cores` cores. Per load: all sessions opened first, then each calls the read tool "
     "`mcp_calls / sessions` times back to back, all at once; every answer is checked against the first. "
-    "calls/s = calls / wall time of that phase; latencies per call; server CPU = utime+stime (/proc/PID/stat) "
+    "calls/s = calls / wall time of that phase; latencies per call; open_p99_ms: the initialize handshake of "
+    "each session (50 at a time; our server opens the environment session there); "
+    "server CPU = utime+stime (/proc/PID/stat) "
     "of the server process over the phase / calls (its sandbox workers apart). mcp_calls_per_s and "
     "baseline_mcp_calls_per_s are at `baseline_mcp_sessions` sessions. Idle RSS (measured first, on the fresh "
     "server): RSS of the server and its workers after `mcp_idle_sessions` sessions made one call each and sat "
