@@ -1,6 +1,7 @@
 """Serve one environment bundle over MCP with the official `mcp` SDK (stdio and streamable HTTP).
 
-One MCP session is one environment session: the session's state is created on its first tool call and
+One MCP session is one environment session: over HTTP its state is opened at initialize (over stdio and
+in memory, at the first tool call; a failed opening is retried and reported by the first call) and
 closed when the MCP session ends (the stdio process exits; an HTTP client deletes its session or it
 idles out), so concurrent clients never see each other's writes. tools/list is the bundle's env.json
 (only the tools the gate kept, when a report exists).
@@ -169,7 +170,8 @@ class SessionBinding:
         return await self.session_of(_connection(ctx))
 
     async def session_of(self, connection: Connection) -> _EnvSession:
-        """The connection's environment session, opened on its first tool call, closed with the connection."""
+        """The connection's environment session, opened by its first caller (initialize over HTTP, else its first
+        tool call), closed with the connection."""
         state = connection.state
         if _SESSION_KEY in state:
             return state[_SESSION_KEY]
