@@ -59,6 +59,8 @@ HEADER = struct.Struct(">I")
 PRELOADED = ("datetime", "decimal", "fnmatch", "unicodedata")
 MAX_RESULT_BYTES = 64 << 20
 SCRATCH_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
+DIRTY = "factory_written"  # temp table: the tables a session's calls wrote since its reset
+EPOCH = "factory_epoch"  # temp table: a marker row inside the session's own transaction
 UNTOUCHED_MOUNTS = ("/proc", "/sys", "/dev")
 
 
@@ -432,6 +434,7 @@ class Env:
         self.read_only = frozenset(read_only)  # tools the spec declares non-mutating: no savepoint around them
         self.namespace = {"__name__": "tools", "__builtins__": builtins}
         self._seed_tables = None
+        self._seed_conn = None
         exec(compile(source, "tools.py", "exec"), self.namespace)
 
     def seed_tables(self) -> dict:
@@ -446,25 +449,73 @@ class Env:
                 conn.close()
         return self._seed_tables
 
+    def seed_connection(self):
+        """The seed in a connection that tracks the tables written (made once, in the template, so a forked
+        session starts from a copy-on-write image instead of deserializing its own)."""
+        if self._seed_conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            _load_seed(conn, self.seed)
+            self._seed_conn = conn
+        return self._seed_conn
+
+
+def _load_seed(conn, seed: bytes) -> None:
+    """Put the seed image in `conn` and mark its tables for tracking: a temp trigger per table and change
+    kind records the table in temp.{DIRTY}, which is part of the session's open transaction, so a rollback
+    (of a failed call, or the reset) forgets the marks with the writes."""
+    conn.deserialize(seed)
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {DIRTY} (name TEXT PRIMARY KEY) WITHOUT ROWID")
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {EPOCH} (n INTEGER)")
+    conn.execute(f"DELETE FROM temp.{DIRTY}")
+    conn.execute(f"DELETE FROM temp.{EPOCH}")
+    for i, name in enumerate(_table_names(conn)):
+        table, literal = name.replace('"', '""'), name.replace("'", "''")
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            conn.execute(
+                f'CREATE TEMP TRIGGER IF NOT EXISTS {DIRTY}_{event}_{i} AFTER {event} ON main."{table}" '
+                f"BEGIN INSERT OR IGNORE INTO {DIRTY} VALUES ('{literal}'); END"  # temp is searched first
+            )
+    _begin(conn)
+
+
+def _begin(conn) -> None:
+    """Open the session's own transaction, with a marker row: a reset rolls it back, and a marker still
+    there after the rollback means tool code committed it (then the reset restores the seed image)."""
+    conn.execute("BEGIN")
+    conn.execute(f"INSERT INTO temp.{EPOCH} VALUES (1)")
+
 
 class Session:
-    """The one session a session process holds; `root` is its private scratch (its state dir lies under it)."""
+    """The one session a session process holds; `root` is its private scratch (its state dir lies under it).
+
+    A sqlite session runs inside one transaction of its own that its calls nest savepoints in: a reset is a
+    rollback (its cost is what the session wrote, not the database's size), and the tables its calls wrote
+    are known without reading the others.
+    """
 
     def __init__(self, env: Env, root: str):
         self.env = env
         self.dir = os.path.join(root, "state") if env.backend == "files" else None
-        self.conn = None
-        if env.backend == "sqlite":
-            self.conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self.conn = env.seed_connection() if env.backend == "sqlite" else None
         self.state = self.conn if self.conn is not None else self.dir
-        self.schema_version = 0
-        self.reset()
+        self.own_transaction = True  # the open transaction is the one that began at the seed
+        if self.conn is not None:
+            self.schema_version = self.seed_schema = _schema_version(self.conn)
+        else:
+            self.reset()
 
     def reset(self) -> None:
         if self.conn is not None:
-            self.conn.deserialize(self.env.seed)
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.schema_version = _schema_version(self.conn)
+            conn = self.conn
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if not (self.own_transaction and conn.execute(f"SELECT 1 FROM temp.{EPOCH} LIMIT 1").fetchone() is None):
+                _load_seed(conn, self.env.seed)  # tool code ended the session's transaction: the whole image
+            else:
+                _begin(conn)
+            self.own_transaction = True
+            self.schema_version = _schema_version(conn)
             return
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
@@ -473,6 +524,20 @@ class Session:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(data)
+
+    def settle(self) -> None:
+        """After a sqlite call: if tool code ended the session's transaction, open another (the next reset
+        then restores the whole image, since what it committed no rollback undoes)."""
+        if not self.conn.in_transaction:
+            self.own_transaction = False
+            _begin(self.conn)
+
+    def written_tables(self) -> set | None:
+        """Tables written since the reset (a superset); None when the schema changed (a dropped table takes
+        its trigger with it, so then every table counts)."""
+        if _schema_version(self.conn) != self.seed_schema:
+            return None
+        return {r[0] for r in self.conn.execute(f"SELECT name FROM temp.{DIRTY}")}
 
 
 def _error(code: str, message: str, env_error: bool = False) -> list:
@@ -554,15 +619,9 @@ def _run_tool(session: Session, fn, args: dict, timeout_s: float, cpu_s: float, 
     finally:
         if _processes_started():
             _reap()
-    ok = result[0] == "ok"
     if conn is not None:
-        if guarded:
-            _end_savepoint(session, result, before)
-        else:
-            _check_unguarded(session, result, before)
-        if ok:
-            result[2] = conn.total_changes != before
-    elif not ok:
+        (_end_savepoint if guarded else _check_unguarded)(session, result, before)
+    elif result[0] != "ok":
         shutil.rmtree(session.dir, ignore_errors=True)
         os.replace(backup, session.dir)
     else:
@@ -571,29 +630,36 @@ def _run_tool(session: Session, fn, args: dict, timeout_s: float, cpu_s: float, 
 
 
 def _end_savepoint(session: Session, result: list, before: int) -> None:
+    """Keep a successful call's writes, undo a failed one's; "state_lost" when tool code ended the
+    transaction the savepoint was in and a failed call wrote (then only a replay undoes it)."""
     conn = session.conn
-    if conn.in_transaction:
-        if result[0] != "ok":
+    ok = result[0] == "ok"
+    try:
+        if not ok:
             conn.execute("ROLLBACK TO tool_call")
         conn.execute("RELEASE tool_call")
-    elif result[0] != "ok" and conn.total_changes != before:
-        result.append("state_lost")  # tool code committed our savepoint away: the parent replays
-    if result[0] == "ok":
+        lost = False
+    except sqlite3.Error:
+        lost = True
+    wrote = conn.total_changes != before
+    if ok:
+        result[2] = wrote
         session.schema_version = _schema_version(conn)  # a write call may have changed the schema
+    elif lost and wrote:
+        result.append("state_lost")
+    session.settle()
 
 
 def _check_unguarded(session: Session, result: list, before: int) -> None:
-    """After a non-mutating tool ran bare: settle a transaction it left open; flag a failed call that wrote."""
+    """After a non-mutating tool ran bare: flag a failed call that wrote (the parent replays)."""
     conn = session.conn
-    if conn.in_transaction:
-        try:
-            conn.execute("COMMIT" if result[0] == "ok" else "ROLLBACK")
-        except sqlite3.Error as e:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            result[:] = _error("tool_exception", f"{type(e).__name__}: {e}"[:2000])
-    if result[0] != "ok" and (conn.total_changes != before or _schema_version(conn) != session.schema_version):
+    wrote = conn.total_changes != before
+    if result[0] == "ok":
+        result[2] = wrote
+        session.schema_version = _schema_version(conn)
+    elif wrote or _schema_version(conn) != session.schema_version:
         result.append("state_lost")
+    session.settle()
 
 
 def _send_result(chan: Channel, seq: int, result: list) -> None:
@@ -645,8 +711,12 @@ def _snapshot(session: Session, pks: dict, changed_only: bool = False) -> tuple:
     conn = session.conn
     if conn is not None:
         seed = session.env.seed_tables() if changed_only else {}
+        written = session.written_tables() if changed_only else None
         same = []
         for name in _table_names(conn):
+            if written is not None and name not in written and name in seed:
+                same.append(name)
+                continue
             cols, rows = read = _table_rows(conn, name)
             if seed.get(name) == read:
                 same.append(name)
@@ -1044,6 +1114,7 @@ def _template_main(chan: Channel, load: tuple, uid, report: dict, cfg: dict) -> 
         env = _load(*load)
         if env.backend == "sqlite":
             env.seed_tables()  # read once here, shared by every session's snapshots
+            env.seed_connection()  # and the seed loaded once: each session forks a copy-on-write image
     except BaseException as e:
         chan.send(["load_error", f"{type(e).__name__}: {e}"[:2000]])
         return

@@ -275,6 +275,27 @@ def begin_then_fail(state):
     raise RuntimeError("rolled back")
 
 
+def write_and_commit(state):
+    state.execute("INSERT INTO orders (customer_id, amount, status) VALUES (2, 5, 'open')")
+    state.commit()
+    return "committed"
+
+
+def write_commit_begin(state):
+    state.execute("INSERT INTO orders (customer_id, amount, status) VALUES (2, 6, 'open')")
+    state.execute("COMMIT")
+    state.execute("BEGIN")
+    return "committed, then began"
+
+
+def rebuild_orders(state):
+    state.execute("CREATE TABLE orders_copy AS SELECT * FROM orders")
+    state.execute("DROP TABLE orders")
+    state.execute("ALTER TABLE orders_copy RENAME TO orders")
+    state.execute("INSERT INTO orders (id, customer_id, amount, status) VALUES (50, 2, 7, 'open')")
+    return "rebuilt"
+
+
 def odd_json(state):
     nested = []
     for _ in range(500):
@@ -289,14 +310,15 @@ def sneaky(pool, tmp_path_factory):
     bundle = make_bundle("shop", tmp_path_factory.mktemp("sneaky"))
     spec = json.loads((bundle / "env.json").read_text())
     names = ["peek_and_write", "peek_then_fail", "alter_then_fail", "begin_and_leave", "begin_then_fail", "odd_json"]
-    spec["tools"] += [{"name": n, "description": n, "mutates": False} for n in names]
+    spec["tools"] += [{"name": n, "description": n, "mutates": False} for n in [*names, "write_and_commit"]]
+    spec["tools"] += [{"name": n, "description": n} for n in ["write_commit_begin", "rebuild_orders"]]
     (bundle / "env.json").write_text(json.dumps(spec))
     (bundle / "tools.py").write_text((bundle / "tools.py").read_text() + SNEAKY_TOOLS)
     with Environment.open(bundle, pool=pool) as env:
         yield env
 
 
-@pytest.mark.parametrize("tool", ["peek_then_fail", "alter_then_fail", "begin_then_fail"])
+@pytest.mark.parametrize("tool", ["peek_then_fail", "alter_then_fail", "begin_then_fail", "begin_and_leave"])
 def test_failed_read_tool_that_wrote_leaves_state_unchanged(sneaky, tool):
     with sneaky.session() as s:
         assert s.call("create_order", {"customer_id": 1, "amount": 30}).ok
@@ -310,13 +332,29 @@ def test_failed_read_tool_that_wrote_leaves_state_unchanged(sneaky, tool):
 def test_read_tool_that_wrote_is_journaled(sneaky):
     with sneaky.session() as s:
         assert s.call("peek_and_write").value == "wrote"
-        assert s.call("begin_and_leave").value == "left open"  # its open transaction is committed
-        assert [t for t, _ in s.journal] == ["peek_and_write", "begin_and_leave"]
+        assert s.call("write_and_commit").value == "committed"  # it ended the session's transaction
+        assert [t for t, _ in s.journal] == ["peek_and_write", "write_and_commit"]
         expected = s.snapshot()
         assert len(expected.tables["orders"]) == 5
         s.slot.recover()  # a replacement worker: the session is rebuilt from its journal
         assert s.snapshot() == expected
         assert s.call("create_order", {"customer_id": 1, "amount": 1}).value["id"] == 6
+
+
+@pytest.mark.parametrize("tool", ["write_and_commit", "write_commit_begin", "rebuild_orders"])
+def test_reset_restores_the_seed_whatever_a_tool_did_to_the_transaction(sneaky, tool):
+    """A reset is a rollback of the session's own transaction; tool code that committed it, began another
+    or rebuilt a table must still find the seed after a reset, and later writes in the snapshot."""
+    with sneaky.session() as fresh:
+        assert fresh.call("create_order", {"customer_id": 1, "amount": 3}).ok
+        expected = fresh.snapshot().tables
+    with sneaky.session() as s:
+        assert s.call(tool).ok
+        assert s.snapshot().tables["orders"] != sneaky.seed_state().tables["orders"]
+        for _ in range(2):  # twice: the second reset starts from the transaction the first one opened
+            s.reset()
+            assert s.call("create_order", {"customer_id": 1, "amount": 3}).ok
+            assert s.snapshot().tables == expected
 
 
 def test_read_calls_are_not_journaled(sneaky):
