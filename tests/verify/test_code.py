@@ -152,9 +152,15 @@ def verify(initial, final, answer):
     if answer == "boom":
         raise ValueError("no")
     ok = answer == "2" and len(initial["orders"]) == 1 and len(final.get("orders", [])) == 2
+    ok = ok and final["orders"][0]["total"] == 70
+    ok = ok and initial["tags"][0]["labels"] == ["a"] == final["tags"][0]["labels"]
     initial["orders"].clear()  # a verifier that changes its input: the next case must not see it
+    final["orders"][0]["total"] = -1  # nor a row it changed
+    initial["tags"][0]["labels"].append("b")  # nor a nested value, in either state
+    final["tags"][0]["labels"].append("c")
     return {"passed": ok}
 """
+TAGS = [{"id": 1, "labels": ["a"]}]
 
 
 def test_many_verdicts_in_few_calls_each_on_its_own_initial_state():
@@ -165,15 +171,16 @@ def test_many_verdicts_in_few_calls_each_on_its_own_initial_state():
         return sandboxed(source, entry, kwargs)
 
     answers = ["2", "boom", "3", *(["2"] * (BATCH_SIZE + 1))]
-    cases = [(FINAL, a) for a in answers]
-    verdicts = run_code_verifier_each(TOUCHY, INITIAL, cases, runner=counting)
+    initial = Snapshot(tables={**INITIAL.tables, "tags": TAGS})
+    cases = [(Snapshot(tables={**FINAL.tables, "tags": TAGS}), a) for a in answers]
+    verdicts = run_code_verifier_each(TOUCHY, initial, cases, runner=counting)
     assert len(calls) == 2  # BATCH_SIZE + 4 cases
     assert [v.passed for v in verdicts] == [a == "2" for a in answers]
     assert verdicts[1].checks[0].name == "verifier_error" and "ValueError: no" in verdicts[1].checks[0].detail
-    one_by_one = [run_code_verifier(TOUCHY, INITIAL, f, a, runner=sandboxed) for f, a in cases[:3]]
+    one_by_one = [run_code_verifier(TOUCHY, initial, f, a, runner=sandboxed) for f, a in cases[:3]]
     assert [v.passed for v in one_by_one] == [v.passed for v in verdicts[:3]]
     assert verdicts[2] == one_by_one[2]
-    assert INITIAL.tables["orders"] == [{"id": 1, "total": 70}]
+    assert INITIAL.tables["orders"] == [{"id": 1, "total": 70}] and TAGS == [{"id": 1, "labels": ["a"]}]
 
 
 def test_a_batch_the_sandbox_cannot_run_fails_each_of_its_cases():
