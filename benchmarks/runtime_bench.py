@@ -648,8 +648,8 @@ METHOD = {
     "at /mcp, forwarding tools/call to the endpoint over an in-process ASGI client (as AWM's fastapi_mcp "
     "does); one uvicorn process per instance. baseline_calls_per_s: a new MCP session per call (initialize, "
     "call, close) as AWM's MCPToolExecutor does; baseline_reused_session_calls_per_s: one session kept open.",
-    "reset": "ours: session.reset() (sqlite deserialize of the seed image in the worker) after an `update` call "
-    "(untimed) each time, median of `resets`; checked to bring the updated row back. "
+    "reset": "ours: session.reset() (a rollback of the session's own transaction in its process) after an "
+    "`update` call (untimed) each time, median of `resets`; checked to bring the updated row back. "
     "baseline: delete the file and executescript(schema.sql) + executescript(seed INSERTs in one transaction), "
     "median; run in the harness, so no server restart is counted for the baseline.",
     "memory": "sum over the orchestrator process and all its descendants (pool workers, incl. the pid-namespace "

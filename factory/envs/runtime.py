@@ -2,10 +2,10 @@
 
 Tool code never runs here: each session is a process of its own, forked in a pooled sandbox host
 (factory.sandbox) from its environment's template, and its state lives there (an in-memory SQLite
-database deserialized from the seed bytes, or a private copy of `state/`). Arguments are checked against
-the tool's JSON schema in this process first. The parent keeps a journal of every session's successful
-state-changing calls, so a session whose process dies, hangs or breaks the protocol is rebuilt in a new
-one, and a host that dies is replaced without any session losing its state.
+database, a copy-on-write image of the seed that a reset rolls back to, or a private copy of `state/`).
+Arguments are checked against the tool's JSON schema in this process first. The parent keeps a journal
+of every session's successful state-changing calls, so a session whose process dies, hangs or breaks
+the protocol is rebuilt in a new one, and a host that dies is replaced without any session losing its state.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The sqlite image is built in memory and serialized after VACUUM, so the same entities and rows
 always give the same bytes (no file timestamps, no journal): the bundle's content hash is stable
-and a session can restore the seed with `deserialize` instead of copying files. The files backend
+and a session loads the seed with `deserialize` instead of copying files. The files backend
 is one JSON list of records per collection, keys sorted, rows in primary-key order.
 """
 
