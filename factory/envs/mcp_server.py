@@ -532,6 +532,7 @@ class _FastCalls:
         self.binding = binding
         self.served = served
         self.security = TransportSecurityMiddleware(security) if security is not None else None
+        self.accepted: dict[tuple[tuple[bytes, bytes], ...], bool] = {}  # the SDK's verdict per checked header set
 
     async def serve(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """Answer the POST and return None, or return the `receive` that replays it to the SDK."""
@@ -565,7 +566,7 @@ class _FastCalls:
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
         if content_type != b"application/json" or b"application/json" not in headers.get(b"accept", b""):
             return False
-        if self.security is not None and await self.security.validate_request(Request(scope), is_post=True):
+        if self.security is not None and not await self._secure(scope):
             return False
         idle = transport.idle_scope
         return (
@@ -575,6 +576,19 @@ class _FastCalls:
             and connection.initialize_accepted
             and not getattr(connection.state.get(_SESSION_KEY), "closed", False)
         )
+
+    async def _secure(self, scope: Scope) -> bool:
+        """The SDK's DNS-rebinding and content-type check, asked once per distinct set of the headers it reads
+        (a client sends the same ones on every call; building a Request per call cost more than the check)."""
+        assert self.security is not None
+        key = tuple((k, v) for k, v in scope["headers"] if k in _SECURITY_HEADERS)
+        verdict = self.accepted.get(key)
+        if verdict is None:
+            verdict = await self.security.validate_request(Request(scope), is_post=True) is None
+            if len(self.accepted) >= _ACCEPTED_MAX:
+                self.accepted.clear()
+            self.accepted[key] = verdict
+        return verdict
 
     async def _answer(self, call: _Call, connection: Connection, session_id: str, send: Send) -> None:
         body = await self._reply(call, connection)
@@ -601,6 +615,8 @@ class _FastCalls:
 
 
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
+_SECURITY_HEADERS = (b"content-type", b"host", b"origin")  # what TransportSecurityMiddleware.validate_request reads
+_ACCEPTED_MAX = 1024
 
 
 @contextlib.contextmanager

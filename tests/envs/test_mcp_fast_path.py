@@ -175,6 +175,9 @@ EXCHANGES: list[tuple[str, bytes, dict[str, str]]] = [
     ("bad content type", _call("get_note", {"note_id": 1}), {"Content-Type": "text/plain"}),
     ("not acceptable", _call("get_note", {"note_id": 1}), {"Accept": "text/html"}),
     ("unsupported protocol version", _call("get_note", {"note_id": 1}), {"Mcp-Protocol-Version": "1999-01-01"}),
+    ("foreign host", _call("get_note", {"note_id": 1}), {"Host": "evil.example"}),  # DNS rebinding: refused
+    ("foreign origin", _call("get_note", {"note_id": 1}), {"Origin": "http://evil.example"}),
+    ("ok again", _call("get_note", {"note_id": 1}), {}),  # a refusal is not remembered for the good headers
 ]
 
 
@@ -198,7 +201,7 @@ def test_the_fast_path_answers_byte_for_byte_what_the_sdk_answers(bundle: Path, 
     fast = _exchange(bundle, fast_path=True)
     for (what, _, _), sdk, ours in zip([*EXCHANGES, ("unknown session", b"", {})], reference, fast, strict=True):
         assert ours == sdk, (what, ours, sdk)
-    assert fast_replies == ["tools/call"] * 7 + ["ping"]  # the rest went to the SDK, which answered as always
+    assert fast_replies == ["tools/call"] * 7 + ["ping", "tools/call"]  # the rest went to the SDK, as always
     by_name = dict(zip([e[0] for e in EXCHANGES], fast, strict=False))
     assert json.loads(by_name["ok"][3])["result"]["structuredContent"] == {
         "id": 1,
@@ -207,6 +210,7 @@ def test_the_fast_path_answers_byte_for_byte_what_the_sdk_answers(bundle: Path, 
     }
     assert json.loads(by_name["tool error"][3])["result"]["isError"] is True
     assert by_name["malformed JSON"][0] == 400 and b"Parse error" in by_name["malformed JSON"][3]
+    assert by_name["foreign host"][0] == 421 and by_name["foreign origin"][0] == 403
 
 
 @pytest.mark.filterwarnings("ignore:ping is removed")
