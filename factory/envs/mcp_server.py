@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import math
 import queue
@@ -617,6 +618,7 @@ class _FastCalls:
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
 _SECURITY_HEADERS = (b"content-type", b"host", b"origin")  # what TransportSecurityMiddleware.validate_request reads
 _ACCEPTED_MAX = 1024
+SERVING_GC_THRESHOLDS = (20_000, 20, 20)  # gen0 allocations, then gen1 and gen2 collections (default 700, 10, 10)
 
 
 @contextlib.contextmanager
@@ -681,6 +683,15 @@ def _parse_call(body: bytes) -> _Call | None:
     return _Call(id=request_id, method=method, tool=tool, args=args)
 
 
+def _settle_heap() -> None:
+    """Move what startup built (the SDK, pydantic's schemas, the runtime) out of the collector's reach and
+    collect young objects less often: per-call garbage is acyclic, and the cyclic collector was ~7% of the
+    server's CPU under load (perf); measured side by side, 0.39-0.55 ms of server CPU per call, was 0.42-0.59."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*SERVING_GC_THRESHOLDS)
+
+
 def serve_http(
     env: Environment, spec: EnvSpec, kept: list[str] | None, host: str, port: int, limits: ServingLimits
 ) -> None:
@@ -692,6 +703,7 @@ def serve_http(
         f"at most {limits.max_sessions} sessions)",
         file=sys.stderr,
     )
+    _settle_heap()
     config = uvicorn.Config(
         app,
         host=host,
