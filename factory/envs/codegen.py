@@ -749,6 +749,8 @@ class _ToolWriter:
     def _page(self) -> _Call:
         """The page of `rows` the tool's paging parameters ask for, in the tool's paging style."""
         paging = self.paging
+        if paging.unpaged:
+            return _call("_every_row", ROWS)
         size = self._page_arg(paging.size) if paging.size else None
         if paging.style == "cursor":
             return _call("_cursor_page", ROWS, size, self._opt(paging.position or ""))

@@ -35,7 +35,7 @@ from factory.envs.codegen import (
     searchable_fields,
     unsupported_tools,
 )
-from factory.envs.entities.outputs import Paging, paging_style
+from factory.envs.entities.outputs import Paging, paging_style, range_field
 from factory.envs.toolkit.common import MAX_LIMIT, _cursor_token
 from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.models import EntitySpec, EnvSpec, FieldSpec, StateCheck, TestCase, TestExpect, ToolSpec
@@ -470,7 +470,7 @@ class _Cases:
         return MAX_LIMIT if self.page_args() else None
 
     def expect_page(self, matched: Rows, limit: int | None = None, offset: int = 0) -> TestExpect:
-        limit = min(limit or self.default_limit(), MAX_LIMIT)
+        limit = (len(matched) or 1) if self.paging.unpaged else min(limit or self.default_limit(), MAX_LIMIT)
         page = matched[offset : offset + limit]
         end = offset + limit
         following = self.position_value(end, limit) if end < len(matched) else None
@@ -531,16 +531,14 @@ class _Cases:
                 f"filter {p}={value!r}", {p: value, **self.page_args()}, self.expect_page(matched, self.page_limit())
             )
         for p in self.props:
-            for bound in ("min_", "max_"):
-                name = p[len(bound) :]
-                f = self.fields.get(name)
-                if not p.startswith(bound) or f is None or f.type not in ("integer", "number", "date", "datetime"):
-                    continue
+            bounded = range_field(self.entity, p) if p not in fields and p not in self.paging.params else None
+            if bounded is not None:
+                name, upper = bounded
                 values = sorted(r[name] for r in self.rows if r.get(name) is not None)
                 if not values:
                     continue
                 value = values[len(values) // 2]
-                if bound == "min_":
+                if not upper:
                     matched = self.filtered(lambda r, n=name, v=value: r.get(n) is not None and r[n] >= v)
                 else:
                     matched = self.filtered(lambda r, n=name, v=value: r.get(n) is not None and r[n] <= v)

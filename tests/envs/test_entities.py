@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from factory.envs.entities import infer_entities, parse_tool_name, unmapped_reasons
+from factory.envs.entities.outputs import range_field
+from factory.envs.entities.tools import UNAPPLIED_NOTE
 from factory.models import EntitySpec, FieldSpec, Rule, ToolOperation, ToolSpec, Topic
 from factory.naming import split_words
 
@@ -166,7 +168,8 @@ def test_shop_operations() -> None:
 
 
 def test_shop_parameters_follow_the_contract() -> None:
-    ts = tools_by_name(infer_entities(SHOP)[1])
+    """A catalog topic's listings page by `limit`/`offset` and search by `query`, whatever they said."""
+    ts = tools_by_name(infer_entities(SHOP.model_copy(update={"source": "catalog"}))[1])
     get_customer = ts["getCustomer"].parameters
     assert list(get_customer["properties"]) == ["customer_id"] and get_customer["required"] == ["customer_id"]
     orders = ts["list_orders"].parameters["properties"]
@@ -177,6 +180,17 @@ def test_shop_parameters_follow_the_contract() -> None:
     assert ts["restock_product"].parameters["required"] == ["product_id", "quantity"]
 
 
+def test_an_mcp_servers_listings_keep_the_paging_and_query_it_declared() -> None:
+    """A server's tools/list states its interface: no `limit`/`offset` invented, none renamed."""
+    ts = tools_by_name(infer_entities(SHOP)[1])
+    orders = ts["list_orders"].parameters["properties"]
+    assert set(orders) == {"customer_id", "status", "page", "per_page"}
+    products = ts["list_products"].parameters["properties"]
+    assert set(products) == {"category", "min_price", "max_price", "limit", "offset"}
+    search = ts["search_products"].parameters
+    assert set(search["properties"]) == {"q"} and "query" not in (search.get("required") or [])
+
+
 def test_shop_outputs_use_real_field_names() -> None:
     entities, tools = infer_entities(SHOP)
     es, ts = by_name(entities), tools_by_name(tools)
@@ -185,7 +199,7 @@ def test_shop_outputs_use_real_field_names() -> None:
     assert set(record["properties"]) == {f.name for f in es["product"].fields}
     assert record["properties"]["price"]["type"] == "number"
     page = ts["list_orders"].output
-    assert page is not None and set(page["properties"]) == {"items", "total", "next_offset"}
+    assert page is not None and set(page["properties"]) == {"items", "total", "next_page"}  # its page/per_page
     item = page["properties"]["items"]["items"]
     assert item["properties"]["customer_id"]["x-references"] == "customer.id"
     deleted = ts["delete_customer"].output
@@ -218,9 +232,14 @@ def test_bank_balance_actions_and_transfer() -> None:
     props = transfer.parameters["properties"]
     assert set(props) == {"from_account_id", "to_account_id", "amount"}
     assert set(transfer.parameters["required"]) == {"from_account_id", "to_account_id", "amount"}
-    # range filters are normalized: created_after -> min_created_at
+    # a server's range filter keeps its name and is applied; a catalog topic's is normalized
     listing = ts["list_transactions"].parameters["properties"]
-    assert "min_created_at" in listing and "min_amount" in listing
+    assert set(listing) == {"account_id", "min_amount", "created_after"}
+    assert UNAPPLIED_NOTE not in str(listing["created_after"].get("description"))
+    assert range_field(es["transaction"], "created_after") == ("created_at", 0)
+    catalog = tools_by_name(infer_entities(BANK.model_copy(update={"source": "catalog"}))[1])
+    listing = catalog["list_transactions"].parameters["properties"]
+    assert "min_created_at" in listing and "min_amount" in listing and "created_after" not in listing
     assert field(es["transaction"], "created_at").type == "datetime"
     freeze = ts["freeze_account"].operation
     assert freeze is None or freeze.action == "transition"

@@ -28,7 +28,7 @@ needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not
 
 @pytest.fixture(scope="module")
 def workos(tmp_path_factory) -> Path:
-    """The workos-like shape: listings that take no argument and return one page of a larger table."""
+    """The workos-like shape: listings that take no argument (none declares paging, so each answers every row)."""
     root = tmp_path_factory.mktemp("workos")
     source = root / "workos_like.json"
     source.write_text(json.dumps(workos_like()))
@@ -43,11 +43,8 @@ def test_one_page_listings_give_both_kinds_of_task(workos: Path, monkeypatch):
     result = synthesize_tasks(workos, n=8, seed=0)
     kinds = {t.kind for t in result.tasks}
     assert kinds == {"graph", "program"}, (result.audit_summary, result.misses)
-    for t in result.tasks:
-        if t.kind == "program" and "['items']" in str(t.gold):  # read one page: the question says which rows
-            assert "looking only at the first" in t.question, t.question
-        if t.kind == "graph":  # every listing here shows 10 of more rows: a goal is about those 10
-            assert "among the first 10 listed" in t.question, t.question
+    for t in result.tasks:  # a listing shows every row, so no question is about its first page only
+        assert "looking only at the first" not in t.question and "among the first" not in t.question, t.question
     assert all(t.difficulty.pages == 1 for t in result.tasks)  # nothing here pages
     assert "pages" in result.shortfalls  # and the medium floor of 2 pages is reported as missed
 
@@ -217,5 +214,5 @@ def test_git_diffs_keep_context_lines_as_declared_and_do_not_filter_by_it(git_en
             repo = tables[table][0]["repo_path"]
             expected = sorted(r["id"] for r in tables[table] if r["repo_path"] == repo)
             for extra in ({}, {"context_lines": 8}):
-                result = s.call(name, {"repo_path": repo, "limit": 20, **extra})
+                result = s.call(name, {"repo_path": repo, **extra})
                 assert result.ok and sorted(r["id"] for r in result.value["items"]) == expected, (name, extra)

@@ -30,7 +30,8 @@ def _infer(topic: Topic) -> tuple[list[EntitySpec], list[ToolSpec], dict[str, st
     plans = settle_names([classify(t, set(fixed or [])) for t in topic.tools], fixed)
     entities, plans = complete_given(given, plans) if given else build_entities(plans)
     by_name = {e.name: e for e in entities}
-    finished = [finish_tool(p, by_name) for p in plans]
+    declared = topic.source in ("mcp", "mcp-registry")  # a server's tools/list states its interface
+    finished = [finish_tool(p, by_name, declared) for p in plans]
     tools = [tool for tool, _ in finished]
     reasons = {tool.name: reason or "not mapped" for tool, reason in finished if tool.operation is None}
     return entities, tools, reasons

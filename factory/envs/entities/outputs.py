@@ -21,7 +21,7 @@ from factory.naming import plural, snake_case
 ORDERED_TYPES = ("integer", "number", "date", "datetime")
 CONTROL_PARAMS = ("limit", "offset", "query", "field", "group_by")  # a search or aggregate filters by none of them
 # Paging parameters by role, as snake_case names: the page size, an offset, a page number, a cursor.
-_SIZE_NAMES = ("limit", "per_page", "page_size", "max_results", "max_items", "count", "size", "top")
+_SIZE_NAMES = ("limit", "per_page", "page_size", "max_results", "max_items", "max_count", "count", "size", "top")
 _OFFSET_NAMES = ("offset", "skip", "start", "start_index")
 _NUMBER_NAMES = ("page", "page_number", "page_num")
 _CURSOR_NAMES = ("cursor", "page_token", "next_token", "starting_after", "after", "continuation_token", "marker")
@@ -33,7 +33,8 @@ class Paging(NamedTuple):
     """How a list/search tool pages, read from its parameters: `style` is "offset" (`position` rows to skip),
     "page" (`position` is a page number counted from `first`) or "cursor" (`position` takes the opaque
     `next_cursor` the previous page returned); `size` is the rows-per-page parameter. Without any paging
-    parameter a tool answers the first page, offset style."""
+    parameter (`unpaged`) a tool answers every row at once, offset style with no next page: a tool that
+    declares no way to page must not hide rows it has no way to reach."""
 
     style: str
     size: str | None
@@ -43,6 +44,10 @@ class Paging(NamedTuple):
     @property
     def params(self) -> tuple[str, ...]:
         return tuple(p for p in (self.size, self.position) if p)
+
+    @property
+    def unpaged(self) -> bool:
+        return not self.params
 
     @property
     def next_key(self) -> str:
@@ -100,13 +105,31 @@ def param_field(entity: EntitySpec, param: str) -> FieldSpec | None:
     return None
 
 
+_LOWER_SUFFIXES, _UPPER_SUFFIXES = ("_min", "_after", "_since", "_from"), ("_max", "_before", "_until", "_to")
+
+
 def range_field(entity: EntitySpec, param: str) -> tuple[str, int] | None:
-    """(field, 0 for a lower / 1 for an upper bound) of a `min_<field>`/`max_<field>` filter on an ordered field."""
+    """(field, 0 for a lower / 1 for an upper bound) of a range filter on an ordered field, named as the
+    contract names it (`min_<field>`/`max_<field>`) or as servers declare it (`<field>_min`, and for a
+    time `created_after`/`created_before` of `created_at`, `<field>_since`/`<field>_until`)."""
     by_name = {f.name: f for f in entity.fields}
+
+    def ordered(name: str) -> bool:
+        return name in by_name and by_name[name].type in ORDERED_TYPES
+
     for bound, idx in (("min_", 0), ("max_", 1)):
         name = param[len(bound) :]
-        if param.startswith(bound) and name in by_name and by_name[name].type in ORDERED_TYPES:
+        if param.startswith(bound) and ordered(name):
             return name, idx
+    if ordered(param):
+        return None  # a field of its own (`valid_from`): an equality filter
+    for suffixes, idx in ((_LOWER_SUFFIXES, 0), (_UPPER_SUFFIXES, 1)):
+        for suffix in suffixes:
+            stem = param.removesuffix(suffix)
+            if stem != param and stem:
+                for name in (stem, f"{stem}_at"):
+                    if ordered(name):
+                        return name, idx
     return None
 
 

@@ -5,8 +5,9 @@ a search's text by `query`, a range filter by `min_<field>`/`max_<field>`, a tra
 `from_<entity>_id`/`to_<entity>_id`; a transition says which states it may start from. A batch tool
 (`create_entities(entities=[...])`) keeps its declared parameters: its operation names the array and the
 field its scalar items name rows by (`delete_entities(entityNames=[...])` -> `name`). A tool whose
-document gave it an operation keeps its parameters, paging ones included (outputs.paging_style); a
-list/search parameter the generated code does not apply says so in its description.
+document gave it an operation keeps its parameters, paging ones included (outputs.paging_style), and so
+does a listing an MCP server declared (no paging invented); a list/search parameter the generated code
+does not apply says so in its description.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from typing import Any
 
 from factory.envs.entities.classify import Plan
-from factory.envs.entities.outputs import output_schema, record_schema, unapplied_params
+from factory.envs.entities.outputs import output_schema, query_param, record_schema, unapplied_params
 from factory.envs.entities.params import base_type, find_key
 from factory.envs.toolkit.common import DEFAULT_LIMIT, MAX_LIMIT
 from factory.lexicon import (
@@ -140,8 +141,12 @@ def _unmapped(tool: ToolSpec, reason: str) -> tuple[ToolSpec, str]:
     return tool.model_copy(update={"operation": None}), reason
 
 
-def finish_tool(p: Plan, entities: dict[str, EntitySpec]) -> tuple[ToolSpec, str]:
-    """The finished tool, and why it has no operation (empty when it has one)."""
+def finish_tool(p: Plan, entities: dict[str, EntitySpec], declared: bool = False) -> tuple[ToolSpec, str]:
+    """The finished tool, and why it has no operation (empty when it has one).
+
+    `declared`: the source states the interface (an MCP server's tools/list), so a listing keeps its own
+    paging, filter and query parameters (none invented: without paging it answers every row); a catalog
+    topic's listings get the contract's `limit`/`offset`, `min_`/`max_` ranges and `query`."""
     tool = p.spec
     if tool.operation is not None:
         known = entities.get(tool.operation.entity)
@@ -178,9 +183,9 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec]) -> tuple[ToolSpec, str
         params.required = [r for r in params.required if r in params.props]
         if not any(n in field_names for n in params.props):
             return _unmapped(tool, "create tool has no parameter naming a field")
-    if p.kind in ("list", "search"):
+    if p.kind in ("list", "search") and not declared:
         params.paged(field_names)
-    if p.kind == "search":
+    if p.kind == "search" and not (declared and query_param(params.props)):
         qname = next((n for n in params.props if n in QUERY_NAMES), None)
         if qname:
             params.rename(qname, "query")

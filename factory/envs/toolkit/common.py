@@ -404,6 +404,11 @@ def _page(rows: list[dict[str, Any]], limit: Any, offset: Any) -> dict[str, Any]
     return {"items": rows[offset:end], "total": len(rows), "next_offset": end if end < len(rows) else None}
 
 
+def _every_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """All of `rows` as one page, for a tool that declares no paging parameter: {"items", "total", "next_offset"}."""
+    return {"items": rows, "total": len(rows), "next_offset": None}
+
+
 def _numbered_page(rows: list[dict[str, Any]], size: Any, number: Any, first: int) -> dict[str, Any]:
     """Page `number` of `rows` (numbered from `first`), `size` rows a page: {"items", "total", "next_page"}."""
     size = DEFAULT_LIMIT if size is None else size

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from factory.envs.entities.outputs import paging_style
 from factory.models import EntitySpec, EnvSpec, FieldSpec, ToolSpec
 from factory.store import canonical_json
 from factory.tasks.difficulty import Knobs
@@ -128,7 +129,10 @@ def page_size(tool: ToolSpec) -> int:
 
 
 def default_page(tool: ToolSpec) -> int:
-    """The page size `tool` returns when the caller gives no limit."""
+    """The page size `tool` returns when the caller gives no limit; a tool that declares no paging answers
+    every row (factory.envs.entities.outputs.Paging), so no page of it ever ends early."""
+    if paging_style(tool.parameters.get("properties") or {}).unpaged:
+        return EVERY_ROW
     limit = (tool.parameters.get("properties") or {}).get("limit") or {}
     value = limit.get("default") if isinstance(limit, dict) else None
     return int(value) if isinstance(value, int) and value >= 1 else 20
@@ -166,6 +170,7 @@ def shown_rows(view: EnvView, session: Session) -> dict[str, Rows]:
     return out
 
 
+EVERY_ROW = 1 << 30  # the "page size" of a listing that declares no paging
 SCOPE_MIN_ROWS = 3  # a scope a program reads has at least this many rows, to filter and aggregate over
 SEARCH_MIN_ROWS = 2  # a search term a program reads finds at least this many rows (and not every row)
 
@@ -228,8 +233,9 @@ def _search_scope(view: EnvView, e: EntitySpec) -> Scope | None:
     if label is None or not rows:
         return None
     for t in view.tools_of(e, "search"):
-        if (t.parameters.get("required") or []) != ["query"] or "offset" not in (t.parameters.get("properties") or {}):
-            continue
+        props = t.parameters.get("properties") or {}
+        if (t.parameters.get("required") or []) != ["query"] or not ("offset" in props or default_page(t) == EVERY_ROW):
+            continue  # the program must see every hit: through its pages, or all at once
         spelled: dict[str, str] = {}  # a word, casefolded -> as the first label spells it
         for r in rows:
             for w in re.findall(r"[A-Za-z]{3,}", str(r.get(label) or "")):
