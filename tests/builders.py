@@ -7,6 +7,9 @@ write into it (a test that must change a bundle copies it first, `copy_bundle`).
 from __future__ import annotations
 
 import shutil
+import socket
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +18,7 @@ from typing import Any
 
 from factory.envs.build import build_env
 from factory.envs.bundle import Bundle
+from factory.envs.mcp_server import ServingLimits, http_app
 from factory.envs.runtime import Environment
 from factory.models import GateReport, StateBackend
 from factory.verify.attacks import MAX_TRIES
@@ -93,3 +97,35 @@ def opened_catalog(catalog: CatalogBundles, topics: Iterable[str]) -> Iterator[d
     finally:
         for _, env in opened.values():
             env.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving_http(
+    bundle: Path, limits: ServingLimits | None = None, fast_path: bool = True, kept: list[str] | None = None
+) -> Iterator[tuple[str, Environment]]:
+    """The bundle's MCP HTTP app under uvicorn in a thread of this process, so a test can see the runtime:
+    yields (the /mcp URL, the environment)."""
+    import uvicorn
+
+    b = Bundle.open(bundle)
+    with Environment.open(b.path) as env:
+        port = free_port()
+        app = http_app(env, b.spec, kept, "127.0.0.1", limits or ServingLimits(), fast_path=fast_path)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port}/mcp", env
+        finally:
+            server.should_exit = True
+            thread.join(20)

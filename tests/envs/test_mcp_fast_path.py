@@ -5,9 +5,7 @@ unusual must reach the SDK untouched."""
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,15 +15,15 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp import Client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from factory.envs import mcp_server
-from factory.envs.mcp_server import ServingLimits, http_app
+from factory.envs.mcp_server import ServingLimits
 from factory.envs.runtime import Environment
 from factory.models import EnvSpec, ToolSpec
 from factory.store import write_json_atomic
+from tests.builders import serving_http
 
 TOOLS_PY = """
 def add_note(state, owner, text):
@@ -104,29 +102,10 @@ def fast_replies(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return answered
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def serving(bundle: Path, limits: ServingLimits, fast_path: bool = True) -> Iterator[tuple[str, Environment]]:
-    with Environment.open(bundle) as env:
-        port = _free_port()
-        app = http_app(env, SPEC, ["add_note", "get_note"], "127.0.0.1", limits, fast_path=fast_path)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}/mcp", env
-        finally:
-            server.should_exit = True
-            thread.join(20)
+    with serving_http(bundle, limits, fast_path, kept=["add_note", "get_note"]) as served:
+        yield served
 
 
 def _open(client: httpx.Client, url: str) -> dict[str, str]:

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp import Client
 from typer.testing import CliRunner
 
@@ -23,35 +19,13 @@ from benchmarks.mcp_load import LoadError, McpSession
 from benchmarks.runtime_bench import read_probe
 from factory.cli import app
 from factory.envs.bundle import Bundle
-from factory.envs.mcp_server import ServingLimits, http_app
+from factory.envs.mcp_server import ServingLimits
 from factory.envs.runtime import Environment
+from tests.builders import serving_http
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def serving(bundle: Path, limits: ServingLimits) -> Iterator[tuple[str, Environment]]:
-    """The bundle's HTTP app under uvicorn in a thread of this process, so the test can see the runtime."""
-    b = Bundle.open(bundle)
-    with Environment.open(b.path) as env:
-        port = _free_port()
-        app = http_app(env, b.spec, None, "127.0.0.1", limits)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}/mcp", env
-        finally:
-            server.should_exit = True
-            thread.join(20)
+def serving(bundle: Path, limits: ServingLimits) -> AbstractContextManager[tuple[str, Environment]]:
+    return serving_http(bundle, limits)
 
 
 def _wait_for(condition, timeout_s: float) -> bool:

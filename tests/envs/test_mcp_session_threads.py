@@ -5,25 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client
 
-from factory.envs.mcp_server import CallThreads, ServingLimits, call_payload, call_result, http_app
+from factory.envs.mcp_server import CallThreads, ServingLimits, call_payload, call_result
 from factory.envs.runtime import Environment
 from factory.models import EnvSpec, ToolError, ToolResult, ToolSpec
 from factory.store import write_json_atomic
+from tests.builders import serving_http
 
 T = TypeVar("T")
 
@@ -72,30 +71,9 @@ def notes_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def serving(bundle: Path, fast_path: bool) -> Iterator[tuple[str, Environment]]:
+def serving(bundle: Path, fast_path: bool) -> AbstractContextManager[tuple[str, Environment]]:
     """The bundle's HTTP app under uvicorn in a thread of this process, so the test can see the runtime."""
-    with Environment.open(bundle) as env:
-        port = _free_port()
-        app = http_app(env, SPEC, None, "127.0.0.1", ServingLimits(), fast_path=fast_path)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}/mcp", env
-        finally:
-            server.should_exit = True
-            thread.join(20)
+    return serving_http(bundle, ServingLimits(), fast_path)
 
 
 def _value(result: types.CallToolResult) -> Any:
