@@ -126,7 +126,7 @@ def call_cmd(
     arguments = _parse_args_json(args)
     try:
         with Environment.open(bundle) as env, env.session() as session:
-            result = session.call(tool, arguments)
+            result = session.call_declared(tool, arguments)
     except (BundleError, EnvironmentLoadError) as e:
         fail(str(e), 2)
     if result.ok:

@@ -114,8 +114,11 @@ class ToolSpec(_OmitsUnset):
     # MCP tool annotations as the server declares them (readOnlyHint, destructiveHint...): hints that
     # outrank guesses from the name; None when the source states none, so "read-only" and "not stated" differ.
     annotations: dict[str, Any] | None = None
+    # The names the source declared for parameters the contract renamed (`pet_id` -> `id`, `per_page` ->
+    # `perPage`): clients see and send the declared ones (factory.envs.interface); None when none differ.
+    declared_names: dict[str, str] | None = None
 
-    omitted_when_none = ("annotations",)  # tools of sources without annotations dump as before
+    omitted_when_none = ("annotations", "declared_names")  # tools of sources without them dump as before
 
 
 FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime"]

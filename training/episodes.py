@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from factory.envs.interface import contract_args
 from factory.envs.runtime import Environment, Session
 from factory.models import Snapshot, Task, ToolCall, ToolResult
 
@@ -31,8 +32,10 @@ class Episode:
     executed: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
 
     def call(self, tool: str, args: dict) -> ToolResult:
-        result = self.session.call(tool, args)
-        self.executed.append((ToolCall(tool=tool, args=args), result))
+        spec = self.session.env.tool_spec(tool)
+        contract = contract_args(spec, args) if spec else args  # the policy names parameters as declared
+        result = self.session.call_declared(tool, args)
+        self.executed.append((ToolCall(tool=tool, args=contract if isinstance(contract, dict) else args), result))
         return result
 
 

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SecretStr
 
+from factory.envs.interface import contract_args, interface_schema
 from factory.lexicon import QUANTITY_FIELDS
 from factory.models import Model, ToolCall, ToolResult, ToolSpec, Trajectory
 from factory.store import hash_value
@@ -395,7 +396,7 @@ class LLMConfig(PolicyConfig):
 
 def tool_schema(tool: ToolSpec) -> dict[str, Any]:
     """A tool in OpenAI function-calling format (what chat templates render and verl's tool config declares)."""
-    function = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    function = {"name": tool.name, "description": tool.description, "parameters": interface_schema(tool)}
     return {"type": "function", "function": function}
 
 
@@ -439,6 +440,7 @@ class LLMPolicy(Policy):
         config: LLMConfig = self.config  # type: ignore[assignment]  # config_model
         key = config.settings.api_key.get_secret_value() if config.settings.api_key else None
         messages, made, turns = opening(episode.question), [], 0
+        tools = {t.name: t for t in episode.tools}  # calls come in the declared names: made holds the contract's
         for _ in range(config.max_turns):
             turns += 1
             response = litellm.completion(
@@ -463,7 +465,11 @@ class LLMPolicy(Policy):
                 if isinstance(args, str):
                     messages.append({"role": "tool", "tool_call_id": cid, "content": json.dumps({"error": args})})
                     continue
-                chosen = ToolCall(tool=tool, args=args)
+                contract = contract_args(spec, args) if (spec := tools.get(tool)) else args
+                if isinstance(contract, str):
+                    messages.append({"role": "tool", "tool_call_id": cid, "content": json.dumps({"error": contract})})
+                    continue
+                chosen = ToolCall(tool=tool, args=contract)
                 result = call(chosen)
                 made.append(chosen)
                 messages.append(tool_message(cid, result, config.result_chars))

@@ -56,6 +56,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from factory.envs.bundle import Bundle
+from factory.envs.interface import interface_schema
 from factory.envs.runtime import Environment, EnvironmentLoadError, Session
 from factory.models import EnvSpec, ToolError, ToolResult, ToolSpec
 
@@ -106,7 +107,7 @@ def _annotations(tool: ToolSpec) -> types.ToolAnnotations:
 
 
 def _object_schema(tool: ToolSpec) -> dict[str, Any]:
-    schema = dict(tool.parameters)
+    schema = dict(interface_schema(tool))
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     return schema
@@ -277,7 +278,7 @@ class _EnvSession:
 
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         async with self._lock:
-            return await self._threads.run(self._session.call, tool, args)
+            return await self._threads.run(self._session.call_declared, tool, args)
 
     async def close(self) -> None:
         async with self._lock:

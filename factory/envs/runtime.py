@@ -22,7 +22,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from factory.envs.bundle import Bundle, BundleError
-from factory.models import EnvSpec, Snapshot, ToolCall, ToolError, ToolResult
+from factory.envs.interface import contract_args, interface_schema
+from factory.models import EnvSpec, Snapshot, ToolCall, ToolError, ToolResult, ToolSpec
 from factory.sandbox import Limits, SandboxPool, Slot, WorkerCrashed, WorkerTimeout, compile_schema, default_pool
 from factory.sandbox.worker import SessionProcess, SessionStale, worker_uid
 
@@ -59,6 +60,9 @@ class Environment:
         self._mutates = frozenset(t.name for t in spec.tools if t.mutates)
         self._validators: dict[str, Callable[[Any], str | None]] = {
             t.name: compile_schema(t.parameters, limits.max_string_chars) for t in spec.tools
+        }
+        self._interfaces: dict[str, Callable[[Any], str | None]] = {  # the declared names, where they differ
+            t.name: compile_schema(interface_schema(t), limits.max_string_chars) for t in spec.tools if t.declared_names
         }
         self._pks = spec.primary_keys()
         seed = bundle.seed_bytes() if spec.backend == "sqlite" else None
@@ -102,6 +106,9 @@ class Environment:
     @property
     def tool_names(self) -> list[str]:
         return list(self._tools)
+
+    def tool_spec(self, name: str) -> ToolSpec | None:
+        return self._tools.get(name)
 
     def ensure_loaded(self, slot: Slot) -> None:
         """Import tools.py in the slot's worker once (caller holds the slot lock)."""
@@ -293,6 +300,20 @@ class Session:
             if len(reply) > 4 and reply[4] == "state_lost":  # the failed call wrote: rebuild from seed + journal
                 self._discard()
             return _error(str(reply[1]), str(reply[2]), bool(reply[3]), started)
+
+    def call_declared(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        """`call` with the parameters named as the tool's source declared them (what clients are shown:
+        factory.envs.interface); the call and its journal entry are the contract's."""
+        spec = self.env.tool_spec(tool)
+        validate = self.env._interfaces.get(tool)
+        if spec is None or validate is None:
+            return self.call(tool, args)
+        args = {} if args is None else args
+        problem = validate(args)
+        contract = args if problem is not None else contract_args(spec, args)
+        if isinstance(contract, str) or problem is not None:
+            return _error("invalid_arguments", problem or str(contract))
+        return self.call(tool, contract)
 
     def _simple(self, message: tuple[Any, ...], what: str) -> list[Any]:
         """One exchange that runs no tool code (caller holds `lock`); a dead process is rebuilt and asked again."""

@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from factory.agents.policies import (
     make_policy,
 )
 from factory.agents.rollouts import RolloutRow, run_rollouts
+from factory.envs.build import build_env
 from factory.envs.runtime import Environment
 from factory.models import Task, ToolCall, Trajectory
 from factory.tasks.difficulty import knobs_for
@@ -297,3 +299,27 @@ def test_llm_policy_tells_the_model_about_arguments_that_are_not_json(shop_bundl
 
 def policy_run(policy: LLMPolicy, episode: Episode, session: Any) -> Any:
     return policy.run(episode, lambda c: session.call(c.tool, c.args))
+
+
+PETSTORE = Path(__file__).resolve().parents[3] / "shared" / "real" / "openapi" / "oai-v3.0-petstore-expanded.yaml"
+
+
+@pytest.mark.skipif(not PETSTORE.is_file(), reason="../shared/real is not here")
+def test_llm_policy_sees_and_calls_the_declared_names(tmp_path, fake_openai):
+    """The document names the pet `id`; the model is shown `id`, calls with it, and the rollout records the
+    contract's call; a call in the contract's name, which the model was never shown, is refused to it."""
+    report = build_env(str(PETSTORE), tmp_path / "env")
+    assert "find_pet_by_id" in report.kept_tools, report.reasons
+    with Environment.open(tmp_path / "env") as env, env.session() as session:
+        pet = session.snapshot().tables["pets"][0]
+        calls = [ToolCall(tool="find_pet_by_id", args={"id": pet["id"]})]
+        hidden = [ToolCall(tool="find_pet_by_id", args={"pet_id": pet["id"]})]
+        fake = fake_openai([{"calls": calls}, {"calls": hidden}, {"content": pet["name"]}])
+        episode = Episode(question="What is the pet called?", tools=env.spec.tools)
+        out = policy_run(_llm(fake), episode, session)
+    shown = next(t for t in fake.requests[0]["tools"] if t["function"]["name"] == "find_pet_by_id")
+    assert set(shown["function"]["parameters"]["properties"]) == {"id"}
+    assert out.tool_calls == [ToolCall(tool="find_pet_by_id", args={"pet_id": pet["id"]})]
+    assert json.loads(fake.requests[1]["messages"][-1]["content"])["name"] == pet["name"]
+    told = json.loads(fake.requests[2]["messages"][-1]["content"])
+    assert "unknown parameter 'pet_id'" in told["error"]

@@ -19,6 +19,7 @@ from typing import Any
 from factory.envs.entities.classify import Plan
 from factory.envs.entities.outputs import output_schema, query_param, record_schema, unapplied_params
 from factory.envs.entities.params import base_type, find_key
+from factory.envs.interface import declared_names
 from factory.envs.toolkit.common import DEFAULT_LIMIT, MAX_LIMIT
 from factory.lexicon import (
     FORWARD_VERBS,
@@ -73,17 +74,22 @@ def _key_schema(entity: str, old: JsonSchema | None) -> JsonSchema:
 
 
 class _Params:
-    """A tool's parameters while they are renamed to the contract."""
+    """A tool's parameters while they are renamed to the contract, and the name each had as declared."""
 
-    def __init__(self, entity: str, props: dict[str, JsonSchema], required: list[str]):
+    def __init__(self, entity: str, props: dict[str, JsonSchema], required: list[str], declared: JsonSchema):
         self.entity = entity
         self.props = dict(props)
         self.required = list(required)
+        self.declared: dict[str, str] = {}  # contract name -> declared name (normalize_props: first spelling wins)
+        for name in declared.get("properties") or {}:
+            self.declared.setdefault(snake_case(name) or name, name)
 
     def rename(self, old: str, new: str) -> None:
         """`old` becomes `new` in place (order kept); a renamed key gets the key's schema."""
         if old == new or old not in self.props:
             return
+        if old in self.declared:
+            self.declared[new] = self.declared.pop(old)
         self.props = {
             (new if k == old else k): (_key_schema(self.entity, v) if k == old else v) for k, v in self.props.items()
         }
@@ -166,7 +172,7 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec], declared: bool = False
         return _unmapped(tool, p.reason or (f"entity {p.entity!r} is unknown" if p.entity else "not mapped"))
     if p.batch_param and p.kind in ("create", "delete", "get"):
         return _finish_batch(p, entity)
-    params = _Params(entity.name, p.props, p.required)
+    params = _Params(entity.name, p.props, p.required, tool.parameters)
     field_names = {f.name for f in entity.fields}
     key = f"{entity.name}_id"
     op_fields: dict[str, Any] = {}
@@ -221,6 +227,7 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec], declared: bool = False
         update={
             "operation": op,
             "parameters": schema,
+            "declared_names": declared_names(schema, params.declared) if declared else None,
             "mutates": p.kind in ("create", "update", "delete", "action"),
             "output": output_schema(op, entity, schema, documented=tool.output),
         }

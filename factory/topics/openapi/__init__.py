@@ -54,7 +54,7 @@ def topics_from_openapi(doc: Any, path: str | Path) -> list[Topic]:
     tree.states(plans, entities)
     for op, plan in zip(ops, plans, strict=True):
         if plan.shape == "many" and op.method == "post" and not plan.searchy and plan.entity in entities:
-            params = reader._parameters(op, plan.renames, reader._components)["properties"]
+            params = reader._parameters(op, plan.renames, reader._components)[0]["properties"]
             entities[plan.entity] = _created_fields(entities[plan.entity], params)
     for name in tree.singletons & set(entities):
         entities[name] = entities[name].model_copy(update={"id_prefix": f"{name}_"})

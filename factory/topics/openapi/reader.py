@@ -176,11 +176,16 @@ class _OpenAPIReader:
         body = self._body_schema(op)[0]
         return many, refs + (self._refs(body, op.base) if body is not None else [])
 
-    def _parameters(self, op: _Op, renames: dict[str, str], components: set[str]) -> dict[str, Any]:
-        """One JSON schema over path, query and body parameters; path params are required, the item's is
-        renamed to `<entity>_id` (and a parent's to `<parent>_id`); a nested entity in a body becomes its `<x>_id`."""
+    def _parameters(
+        self, op: _Op, renames: dict[str, str], components: set[str]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """One JSON schema over path, query and body parameters, and the name the document gives each one the
+        contract renamed (ToolSpec.declared_names). Path params are required, the item's is renamed to
+        `<entity>_id` (and a parent's to `<parent>_id`), the rest snake_cased; a nested entity in a body becomes
+        its `<x>_id` (a string, no longer the document's object: no declared name)."""
         props: dict[str, Any] = {}
         required: list[str] = []
+        declared: dict[str, str] = {}
         for param in op.params:
             where = param.get("in")
             if where not in ("path", "query"):
@@ -194,6 +199,7 @@ class _OpenAPIReader:
             if param.get("description") and "description" not in schema:
                 schema["description"] = str(param["description"])
             props[name] = _fit_default(schema)
+            declared[name] = raw_name
             if where == "path" or param.get("required"):
                 required.append(name)
         body, body_required = self._body_schema(op)
@@ -204,10 +210,13 @@ class _OpenAPIReader:
                     name = snake_case(raw_name)
                     schema = self.resolver.inline(raw, base)
                     ref = _ref_name(raw) if isinstance(raw, dict) and "$ref" in raw else None
-                    if ref in components and _main_type(schema) == "object":
+                    own = ref not in components or _main_type(schema) != "object"
+                    if not own:
                         name, schema = f"{name}_id", {"type": "string", "description": f"ID of the {snake_case(ref)}."}
                     if name in props or (isinstance(schema, dict) and schema.get("readOnly")):
                         continue
+                    if own:
+                        declared[name] = raw_name
                     props[name] = (
                         _fit_default({k: v for k, v in schema.items() if k != "writeOnly"})
                         if isinstance(schema, dict)
@@ -222,4 +231,4 @@ class _OpenAPIReader:
         out: dict[str, Any] = {"type": "object", "properties": _copy(props)}
         if required:
             out["required"] = list(dict.fromkeys(required))
-        return out
+        return out, declared

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from factory.envs.interface import declared_names
 from factory.models import EntitySpec, ToolOperation, ToolSpec
 from factory.naming import plural, snake_case
 from factory.topics.openapi.operations import _operation, _single_key
@@ -17,7 +18,7 @@ def tools(
     used: set[str] = set()
     for op, plan in zip(ops, plans, strict=True):
         entity = entities.get(plan.entity or "")
-        params = reader._parameters(op, plan.renames, set(reader._components))
+        params, declared = reader._parameters(op, plan.renames, set(reader._components))
         if plan.shape == "single" and entity is not None:
             params = _single_key(params, entity)
         operation = _operation(op, plan, entity, params)
@@ -39,6 +40,7 @@ def tools(
                 output=_snake_properties(reader.resolver.inline(output, op.base)) if isinstance(output, dict) else None,
                 mutates=op.method != "get",
                 operation=operation,
+                declared_names=declared_names(params, declared),
             )
         )
     return tools
