@@ -754,6 +754,8 @@ class _ToolWriter:
         size = self._page_arg(paging.size) if paging.size else None
         if paging.style == "cursor":
             return _call("_cursor_page", ROWS, size, self._opt(paging.position or ""))
+        if paging.count_only:
+            return _call("_first_rows", ROWS, size)
         position = self._page_arg(paging.position) if paging.position else None
         if paging.style == "page":
             return _call("_numbered_page", ROWS, size, position, paging.first)

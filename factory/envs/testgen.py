@@ -470,10 +470,15 @@ class _Cases:
         return MAX_LIMIT if self.page_args() else None
 
     def expect_page(self, matched: Rows, limit: int | None = None, offset: int = 0) -> TestExpect:
-        limit = (len(matched) or 1) if self.paging.unpaged else min(limit or self.default_limit(), MAX_LIMIT)
+        if self.paging.unpaged:
+            limit = len(matched) or 1
+        elif self.paging.count_only:  # the first rows, as many as asked (not capped), no next page
+            limit = limit or self.default_limit()
+        else:
+            limit = min(limit or self.default_limit(), MAX_LIMIT)
         page = matched[offset : offset + limit]
         end = offset + limit
-        following = self.position_value(end, limit) if end < len(matched) else None
+        following = self.position_value(end, limit) if end < len(matched) and not self.paging.count_only else None
         match: dict[str, Any] = {"total": len(matched), self.paging.next_key: following}
         if page:
             match["items"] = [{self.pk: page[0][self.pk]}, {self.pk: page[-1][self.pk]}]

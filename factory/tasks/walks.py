@@ -39,6 +39,7 @@ from typing import Any
 import networkx as nx
 
 from factory.envs.bundle import Bundle
+from factory.envs.entities.outputs import paging_style
 from factory.envs.runtime import Session
 from factory.envs.toolkit.common import MAX_LIMIT
 from factory.graphs import GENERIC_PARAMS, tool_entity, walk_edges, weighted_walk
@@ -585,7 +586,7 @@ class GraphTaskSynthesizer:
             calls.append(ToolCall(tool=tool.name, args=page_args))
             results.append(self.call(session, tool, page_args))
             items.extend(_items(results[-1]))
-        complete = _next_offset(results[-1]) is None
+        complete = not _unseen(results[-1], len(items))
         pages = len(results)
         record, intent = self.select(entity, items, filters, complete, named, label, first_page if pages > 1 else 0)
         if record is None or intent is None or self.duplicate(steps, record):
@@ -938,7 +939,9 @@ class GraphTaskSynthesizer:
     ) -> tuple[list[ToolCall], list[Any], list[dict[str, Any]]]:
         """Every page of a listing (the largest page the tool serves); at most GOAL_MAX_PAGES."""
         props = tool.parameters.get("properties") or {}
-        args = {**args, **({"limit": PAGE_SIZE} if "limit" in props else {})}
+        size = paging_style(props).size
+        allowed = (props.get(size) or {}).get("maximum", PAGE_SIZE) if size else 0
+        args = {**args, **({size: PAGE_SIZE} if size and isinstance(allowed, int) and allowed >= PAGE_SIZE else {})}
         calls = [ToolCall(tool=tool.name, args=dict(args))]
         results = [self.call(session, tool, args)]
         while _next_offset(results[-1]) is not None and "offset" in props:
@@ -1074,7 +1077,7 @@ class GraphTaskSynthesizer:
                     raise _WalkFailed("the anchor has no related records")
                 in_scope = rng.choice(parents) if scope_of else {}
                 calls, results, items = self.read_all(session, anchor_tool, {p: in_scope[p] for p in scope_of})
-                if _next_offset(results[-1]) is not None:  # "the customer with the most orders" means of them all
+                if _unseen(results[-1], len(items)):  # "the customer with the most orders" means of them all
                     raise _WalkFailed("the anchor's listing shows one page of more rows")
                 label = self.label_field(anchor_entity)
                 counts = {}
@@ -1149,7 +1152,7 @@ class GraphTaskSynthesizer:
                 more_calls, more_results, more_items = self.read_all(session, list_tool, {**server, **scope})
                 calls, results, items = calls + more_calls, results + more_results, items + more_items
                 pages = max(pages, len(more_calls))
-                if _next_offset(more_results[-1]) is not None:  # a listing that cannot page on
+                if _unseen(more_results[-1], len(more_items)):  # a listing that cannot page on
                     shown = len(more_items)
             if shown and len(scopes) > 1:
                 raise _WalkFailed("a scope's listing shows one page of more rows")
@@ -1881,6 +1884,13 @@ def _items(value: Any) -> list[dict[str, Any]]:
 
 def _next_offset(value: Any) -> int | None:
     return value.get("next_offset") if isinstance(value, dict) else None
+
+
+def _unseen(last: Any, seen: int) -> bool:
+    """Whether a listing holds rows beyond the `seen` read so far: a next page, or (a listing whose only paging
+    parameter is a count, with no next page to give) a total above what it showed."""
+    total = last.get("total") if isinstance(last, dict) else None
+    return _next_offset(last) is not None or (isinstance(total, int) and total > seen)
 
 
 def _allowed(prop: dict[str, Any], value: str) -> bool:

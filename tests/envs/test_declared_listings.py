@@ -1,6 +1,7 @@
 """A server's tools/list states its interface: the tools built from the real git server's list keep exactly
 the parameters it declared (no `limit`/`offset` invented), a listing that declares no paging answers every
-row (none hidden behind a page it has no way to ask for), and one that declares a count pages by it."""
+row (none hidden behind a page it has no way to ask for), and one that declares only a count shows that many
+rows and no next page it could never reach."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def test_every_kept_tool_has_the_parameters_the_server_declared(git_env: Path) -
         assert set(ours.get("required", [])) == set(theirs.get("required", [])), tool["name"]
 
 
-def test_a_listing_without_paging_answers_every_row_and_one_with_a_count_pages_by_it(git_env: Path) -> None:
+def test_a_listing_without_paging_answers_every_row_and_one_with_a_count_shows_that_many(git_env: Path) -> None:
     with Environment.open(git_env) as env, env.session() as s:
         tables = s.snapshot().tables
         by_repo: dict[str, int] = {}
@@ -51,6 +52,9 @@ def test_a_listing_without_paging_answers_every_row_and_one_with_a_count_pages_b
         repo = commits[0]["repo_path"]
         log = s.call("git_log", {"repo_path": repo, "max_count": 2})
         assert log.ok and len(log.value["items"]) == 2 and log.value["total"] == len(commits)
+        assert log.value["next_offset"] is None  # no parameter could ask for the rows after the count
+        log = s.call("git_log", {"repo_path": repo, "max_count": len(commits) + 30})
+        assert log.ok and len(log.value["items"]) == log.value["total"] == len(commits)
         assert not s.call("git_log", {"repo_path": repo, "limit": 2}).ok  # not a parameter the server declared
 
 

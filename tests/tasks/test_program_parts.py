@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from factory.envs.toolkit.common import DEFAULT_LIMIT
 from factory.models import Difficulty, EntitySpec, FieldSpec, Task, ToolOperation, ToolSpec
 from factory.tasks.programs import FAMILIES, FAMILY_MARK, PAGE_SIZE, Condition, conditions, family_of, page_size
 from factory.tasks.programs.conditions import Selection, StatusRule
@@ -125,7 +126,7 @@ def test_page_sizes_follow_the_tools_limit():
     assert page_size(_lister({"type": "integer", "maximum": 50})) == 50
     assert page_size(_lister({"type": "integer", "maximum": 500})) == PAGE_SIZE
     assert default_page(_lister({"type": "integer", "default": 25})) == 25
-    assert default_page(_lister({"type": "integer"})) == 20
+    assert default_page(_lister({"type": "integer"})) == DEFAULT_LIMIT  # what the generated code returns
 
 
 def test_a_gold_program_is_the_prelude_and_solve():

@@ -50,6 +50,11 @@ class Paging(NamedTuple):
         return not self.params
 
     @property
+    def count_only(self) -> bool:
+        """A count and no position (git's `max_count`): the first rows, no later page to ask for."""
+        return self.style == "offset" and self.size is not None and self.position is None
+
+    @property
     def next_key(self) -> str:
         """The result's field that says where the next page starts (null on the last page)."""
         return _NEXT[self.style]

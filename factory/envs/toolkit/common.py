@@ -409,6 +409,16 @@ def _every_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"items": rows, "total": len(rows), "next_offset": None}
 
 
+def _first_rows(rows: list[dict[str, Any]], size: Any) -> dict[str, Any]:
+    """The first `size` of `rows`, for a listing whose only paging parameter is a count (git's `max_count`):
+    {"items", "total", "next_offset"}, no next page, since no parameter could ask for one. A larger count shows
+    more rows; it is not capped like a page, or rows past the cap could never be seen."""
+    size = DEFAULT_LIMIT if size is None else size
+    if size < 1:
+        raise _Refusal("invalid_arguments", "the count must be at least 1")
+    return {"items": rows[:size], "total": len(rows), "next_offset": None}
+
+
 def _numbered_page(rows: list[dict[str, Any]], size: Any, number: Any, first: int) -> dict[str, Any]:
     """Page `number` of `rows` (numbered from `first`), `size` rows a page: {"items", "total", "next_page"}."""
     size = DEFAULT_LIMIT if size is None else size

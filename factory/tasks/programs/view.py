@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from factory.envs.entities.outputs import paging_style
+from factory.envs.toolkit.common import DEFAULT_LIMIT
 from factory.models import EntitySpec, EnvSpec, FieldSpec, ToolSpec
 from factory.store import canonical_json
 from factory.tasks.difficulty import Knobs
@@ -121,21 +122,28 @@ class EnvView:
         return out
 
 
+def _size_param(tool: ToolSpec) -> tuple[str | None, dict[str, Any]]:
+    """The parameter that sets `tool`'s page size (`limit`, or a declared `max_count`), and its schema."""
+    props = tool.parameters.get("properties") or {}
+    size = paging_style(props).size
+    schema = props.get(size) if size else None
+    return size, schema if isinstance(schema, dict) else {}
+
+
 def page_size(tool: ToolSpec) -> int:
     """The page size a gold program asks `tool` for: PAGE_SIZE, or the tool's maximum when that is lower."""
-    limit = (tool.parameters.get("properties") or {}).get("limit") or {}
-    maximum = limit.get("maximum") if isinstance(limit, dict) else None
+    maximum = _size_param(tool)[1].get("maximum")
     return int(min(PAGE_SIZE, maximum)) if isinstance(maximum, int | float) and maximum >= 1 else PAGE_SIZE
 
 
 def default_page(tool: ToolSpec) -> int:
-    """The page size `tool` returns when the caller gives no limit; a tool that declares no paging answers
-    every row (factory.envs.entities.outputs.Paging), so no page of it ever ends early."""
+    """The page size `tool` returns when the caller gives none (the generated code's DEFAULT_LIMIT when its size
+    has no default); a tool that declares no paging answers every row (factory.envs.entities.outputs.Paging), so
+    no page of it ever ends early."""
     if paging_style(tool.parameters.get("properties") or {}).unpaged:
         return EVERY_ROW
-    limit = (tool.parameters.get("properties") or {}).get("limit") or {}
-    value = limit.get("default") if isinstance(limit, dict) else None
-    return int(value) if isinstance(value, int) and value >= 1 else 20
+    value = _size_param(tool)[1].get("default")
+    return int(value) if isinstance(value, int) and value >= 1 else DEFAULT_LIMIT
 
 
 def numeric_fields(e: EntitySpec) -> list[FieldSpec]:
@@ -149,7 +157,8 @@ def numeric_fields(e: EntitySpec) -> list[FieldSpec]:
 
 def one_page_call(tool: ToolSpec) -> dict[str, Any]:
     """The arguments a gold program reads a one-page listing with: its largest page."""
-    return {"limit": page_size(tool)} if "limit" in (tool.parameters.get("properties") or {}) else {}
+    size = _size_param(tool)[0]
+    return {size: page_size(tool)} if size else {}
 
 
 def shown_rows(view: EnvView, session: Session) -> dict[str, Rows]:
