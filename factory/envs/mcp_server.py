@@ -57,11 +57,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from factory.envs.bundle import Bundle
 from factory.envs.interface import interface_schema
-from factory.envs.runtime import Environment, EnvironmentLoadError, Session
+from factory.envs.runtime import Environment, EnvironmentLoadError, Exchange, Session
 from factory.models import EnvSpec, ToolError, ToolResult, ToolSpec
 
-# Calls run in threads (the runtime is synchronous, and a call mostly waits on its session's process). A few
-# keep both cores busy; more only contend for the GIL (measured: 8 beat 64 at 100 and 1,000 sessions).
+# A call is sent and its reply read by the event loop (_EnvSession.call); what blocks (opening a session, rebuilding
+# its process, a timeout's cleanup) runs in these threads. Measured with calls in threads: 8 beat 64.
 CALL_THREADS = 8
 # An abandoned rollout's state is freed after this long without a request (the SDK's default is 30 min).
 DEFAULT_IDLE_TIMEOUT_S = 300.0
@@ -209,6 +209,9 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
     return connection
 
 
+_Job = tuple[asyncio.AbstractEventLoop | None, asyncio.Future[Any] | None, Callable[..., Any], tuple[Any, ...]]
+
+
 class CallThreads:
     """A few dedicated threads that run the runtime's blocking calls for the event loop.
 
@@ -219,9 +222,7 @@ class CallThreads:
     """
 
     def __init__(self, count: int):
-        self._queue: queue.SimpleQueue[
-            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[..., Any], tuple[Any, ...]] | None
-        ] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._work, name=f"env-call-{i}", daemon=True) for i in range(count)]
         for thread in self._threads:
             thread.start()
@@ -232,6 +233,10 @@ class CallThreads:
         self._queue.put((loop, future, fn, args))
         return await future
 
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn` in a call thread, with nobody waiting for it."""
+        self._queue.put((None, None, fn, args))
+
     def _work(self) -> None:
         while (job := self._queue.get()) is not None:
             loop, future, fn, args = job
@@ -239,6 +244,8 @@ class CallThreads:
                 outcome, failed = fn(*args), False
             except BaseException as e:  # handed to the awaiting caller, as run_in_executor does
                 outcome, failed = e, True
+            if loop is None or future is None:
+                continue
             with contextlib.suppress(RuntimeError):  # the loop closed while the call ran: nobody waits
                 loop.call_soon_threadsafe(_settle, future, outcome, failed)
 
@@ -255,6 +262,29 @@ def _settle(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
+
+
+async def _reply(session: Session, ex: Exchange) -> ToolResult | None:
+    """The exchange's result once its reply arrives; None when it failed or ran past its time."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[ToolResult | None] = loop.create_future()
+
+    def readable() -> None:
+        result = session.receive(ex)
+        if (result is not None or ex.failed is not None) and not done.done():
+            done.set_result(result)
+
+    def late() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_reader(ex.fd, readable)
+    timer = loop.call_later(ex.timeout_s, late)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(ex.fd)
+        timer.cancel()
 
 
 class _EnvSession:
@@ -277,8 +307,24 @@ class _EnvSession:
         return cls(stack, session, threads)
 
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        """The call sent to the session's process from the loop, which then waits for the socket to be
+        readable: no thread per call (two wakeups fewer). What needs a blocking step (a process to rebuild,
+        a timeout or a broken reply to clean up) runs in a call thread."""
         async with self._lock:
-            return await self._threads.run(self._session.call_declared, tool, args)
+            session = self._session
+            call = session.prepare_declared(tool, args)
+            if isinstance(call, ToolResult):
+                return call
+            ex = session.send(call)
+            if ex is None:
+                return await self._threads.run(session.run, call)
+            try:
+                result = await _reply(session, ex)
+            except BaseException:  # cancelled: nobody waits for the reply, so the exchange is ended in a thread
+                if not ex.ended:  # (unless its reply came just before)
+                    self._threads.submit(session.abandon, ex)
+                raise
+            return result if result is not None else await self._threads.run(session.abandon, ex)
 
     async def close(self) -> None:
         async with self._lock:

@@ -16,8 +16,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -25,7 +26,7 @@ from factory.envs.bundle import Bundle, BundleError
 from factory.envs.interface import contract_args, interface_schema
 from factory.models import EnvSpec, Snapshot, ToolCall, ToolError, ToolResult, ToolSpec
 from factory.sandbox import Limits, SandboxPool, Slot, WorkerCrashed, WorkerTimeout, compile_schema, default_pool
-from factory.sandbox.worker import SessionProcess, SessionStale, worker_uid
+from factory.sandbox.worker import INCOMPLETE, SessionProcess, SessionStale, worker_uid
 
 __all__ = ["Environment", "EnvironmentLoadError", "ProgramRun", "Session"]
 
@@ -178,6 +179,33 @@ def _read_state_files(state_dir: Path) -> dict[str, bytes]:
     return {p.relative_to(state_dir).as_posix(): p.read_bytes() for p in sorted(state_dir.rglob("*")) if p.is_file()}
 
 
+class PreparedCall(NamedTuple):
+    """A tool call checked against its schema: what goes to the session's process."""
+
+    tool: str
+    args: dict[str, Any]
+    message: tuple[Any, ...]
+    started: float
+
+
+@dataclass
+class Exchange:
+    """A call sent to a session's process whose reply an event loop waits for (Session.send)."""
+
+    call: PreparedCall
+    proc: SessionProcess
+    seq: int
+    state: tuple[bool, tuple[Any, Snapshot] | None]  # (pristine, last) to restore if the call changed nothing
+    timeout_s: float  # the most the loop waits before `abandon`
+    failed: WorkerCrashed | None = None
+    result: ToolResult | None = None  # the result to give once `abandon` has replaced the process
+    ended: bool = False  # the lock is released: nothing more to do
+
+    @property
+    def fd(self) -> int:
+        return self.proc.end.fd
+
+
 class Session:
     """One agent's private copy of the environment state: a sandboxed process of its own, in one slot's host."""
 
@@ -257,6 +285,41 @@ class Session:
 
     def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
         """Validate and run one tool call. Never raises for anything the tool or the arguments do."""
+        return self.run(self.prepare(tool, args))
+
+    def call_declared(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        """`call` with the parameters named as the tool's source declared them (what clients are shown:
+        factory.envs.interface); the call and its journal entry are the contract's."""
+        return self.run(self.prepare_declared(tool, args))
+
+    def run(self, call: PreparedCall | ToolResult) -> ToolResult:
+        """Run a prepared call (an error result from `prepare` is the answer already)."""
+        if isinstance(call, ToolResult):
+            return call
+        with self.lock:
+            if self.closed:
+                return _error("session_closed", f"session {self.id} is closed", started=call.started)
+            state = self._dirty()
+            timeout = self.env.limits.timeout_s + self.env.limits.grace_s
+            try:
+                try:
+                    reply = self._process().request(call.message, timeout)
+                except SessionStale:  # gone or dirty before this call was sent: rebuild, then send it
+                    self._discard()
+                    reply = self._process().request(call.message, timeout)
+            except (WorkerTimeout, WorkerCrashed) as e:
+                self._discard()
+                return self._lost(call, e)
+            except ValueError as e:  # marshal: a value that is not plain data
+                self.pristine, self._last = state
+                return _error("invalid_arguments", f"arguments are not JSON values: {e}", started=call.started)
+            result, rebuild = self._settle(call, reply, state)
+            if rebuild:
+                self._discard()
+            return result
+
+    def prepare(self, tool: str, args: dict[str, Any] | None = None) -> PreparedCall | ToolResult:
+        """A call checked against the tool's schema, ready to send, or the error result that ends it."""
         started = time.perf_counter()
         args = {} if args is None else args
         env = self.env
@@ -267,53 +330,100 @@ class Session:
         if problem is not None:
             return _error("invalid_arguments", problem, started=started)
         limits = env.limits
-        message = ("call", tool, args, limits.timeout_s, limits.cpu_s)
-        with self.lock:
-            if self.closed:
-                return _error("session_closed", f"session {self.id} is closed", started=started)
-            pristine, self.pristine = self.pristine, False
-            last, self._last = self._last, None
-            try:
-                try:
-                    reply = self._process().request(message, limits.timeout_s + limits.grace_s)
-                except SessionStale:  # gone or dirty before this call was sent: rebuild, then send it
-                    self._discard()
-                    reply = self._process().request(message, limits.timeout_s + limits.grace_s)
-            except WorkerTimeout:
-                self._discard()
-                return _error("timeout", f"{tool} ran past {limits.timeout_s:g}s", True, started)
-            except WorkerCrashed as e:
-                self._discard()
-                return _error("worker_crashed", f"{tool} crashed its sandbox process: {e}", True, started)
-            except ValueError as e:  # marshal: a value that is not plain data
-                self.pristine, self._last = pristine, last
-                return _error("invalid_arguments", f"arguments are not JSON values: {e}", started=started)
-            if reply[0] == "ok" and len(reply) == 3:
-                if not reply[2] and env.spec.backend == "sqlite":  # sqlite counts every row the call changed
-                    self.pristine, self._last = pristine, last
-                if reply[2] or tool in env._mutates:
-                    self.journal.append((tool, marshal.loads(marshal.dumps(args))))
-                return ToolResult(ok=True, value=reply[1], wall_ms=(time.perf_counter() - started) * 1000)
-            if reply[0] != "error" or len(reply) < 4:
-                self._discard()
-                return _error("worker_crashed", f"sandbox protocol error: {str(reply)[:200]}", True, started)
-            if len(reply) > 4 and reply[4] == "state_lost":  # the failed call wrote: rebuild from seed + journal
-                self._discard()
-            return _error(str(reply[1]), str(reply[2]), bool(reply[3]), started)
+        return PreparedCall(tool, args, ("call", tool, args, limits.timeout_s, limits.cpu_s), started)
 
-    def call_declared(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
-        """`call` with the parameters named as the tool's source declared them (what clients are shown:
-        factory.envs.interface); the call and its journal entry are the contract's."""
+    def _dirty(self) -> tuple[bool, tuple[Any, Snapshot] | None]:
+        """Mark the state as possibly changed by the call about to run; returns what to restore if it did not."""
+        state = self.pristine, self._last
+        self.pristine, self._last = False, None
+        return state
+
+    def _lost(self, call: PreparedCall, e: WorkerTimeout | WorkerCrashed) -> ToolResult:
+        if isinstance(e, WorkerTimeout):
+            return _error("timeout", f"{call.tool} ran past {self.env.limits.timeout_s:g}s", True, call.started)
+        return _error("worker_crashed", f"{call.tool} crashed its sandbox process: {e}", True, call.started)
+
+    def _settle(
+        self, call: PreparedCall, reply: list[Any], state: tuple[bool, tuple[Any, Snapshot] | None]
+    ) -> tuple[ToolResult, bool]:
+        """The result of a reply, with the journal and pristine state updated, and whether the session's
+        process must be replaced (a protocol error, or a failed call that wrote)."""
+        started = call.started
+        if reply[0] == "ok" and len(reply) == 3:
+            if not reply[2] and self.env.spec.backend == "sqlite":  # sqlite counts every row the call changed
+                self.pristine, self._last = state
+            if reply[2] or call.tool in self.env._mutates:
+                self.journal.append((call.tool, marshal.loads(marshal.dumps(call.args))))
+            return ToolResult(ok=True, value=reply[1], wall_ms=(time.perf_counter() - started) * 1000), False
+        if reply[0] != "error" or len(reply) < 4:
+            return _error("worker_crashed", f"sandbox protocol error: {str(reply)[:200]}", True, started), True
+        lost = len(reply) > 4 and reply[4] == "state_lost"  # the failed call wrote: rebuild from seed + journal
+        return _error(str(reply[1]), str(reply[2]), bool(reply[3]), started), lost
+
+    # --- the same exchange driven by an event loop (factory serve): no thread waits on the reply ----------
+
+    def send(self, call: PreparedCall) -> Exchange | None:
+        """Send `call` to the live process without waiting for its reply, holding `lock` until `receive` or
+        `abandon` ends the exchange; None when that cannot be done at once (another exchange holds the lock,
+        the process must be rebuilt first, the arguments are no plain data): then `call` does it all."""
+        if not self.lock.acquire(blocking=False):
+            return None
+        proc = self.proc
+        if self.closed or proc is None or proc.dead:
+            self.lock.release()
+            return None
+        state = self._dirty()
+        try:
+            seq = proc.send(call.message)
+        except (SessionStale, WorkerCrashed, ValueError):
+            self.pristine, self._last = state
+            self.lock.release()
+            return None
+        return Exchange(call, proc, seq, state, self.env.limits.timeout_s + self.env.limits.grace_s)
+
+    def receive(self, ex: Exchange) -> ToolResult | None:
+        """The exchange's result once its reply has arrived (None: not yet; call again when the process's
+        socket `ex.fd` is readable), or None with `ex.failed` set: then `abandon` must end it."""
+        try:
+            frame = ex.proc.arrived()
+            if frame is INCOMPLETE:
+                return None
+            reply = ex.proc.answer(ex.seq, frame)
+        except WorkerCrashed as e:
+            ex.failed = e
+            return None
+        result, rebuild = self._settle(ex.call, reply, ex.state)
+        if rebuild:
+            ex.failed, ex.result = WorkerCrashed("rebuild"), result
+            return None
+        ex.ended = True
+        self.lock.release()
+        return result
+
+    def abandon(self, ex: Exchange) -> ToolResult:
+        """End an exchange that failed, ran past its timeout (`ex.failed` unset) or lost its waiter: the
+        process is replaced (blocking: run it in a thread), and the call's result says why."""
+        try:
+            self._discard()
+            if ex.result is not None:
+                return ex.result
+            return self._lost(ex.call, ex.failed or WorkerTimeout("no answer before the deadline"))
+        finally:
+            ex.ended = True
+            self.lock.release()
+
+    def prepare_declared(self, tool: str, args: dict[str, Any] | None = None) -> PreparedCall | ToolResult:
+        """`prepare` for arguments named as the tool's interface declares them (factory.envs.interface)."""
         spec = self.env.tool_spec(tool)
         validate = self.env._interfaces.get(tool)
         if spec is None or validate is None:
-            return self.call(tool, args)
+            return self.prepare(tool, args)
         args = {} if args is None else args
         problem = validate(args)
         contract = args if problem is not None else contract_args(spec, args)
         if isinstance(contract, str) or problem is not None:
             return _error("invalid_arguments", problem or str(contract))
-        return self.call(tool, contract)
+        return self.prepare(tool, contract)
 
     def _simple(self, message: tuple[Any, ...], what: str) -> list[Any]:
         """One exchange that runs no tool code (caller holds `lock`); a dead process is rebuilt and asked again."""
@@ -384,8 +494,12 @@ class Session:
         return ProgramRun(calls=calls, error=f"{err.code}: {err.message}" if err else "failed")
 
     def close(self) -> None:
-        """End the session: its process reads end-of-file and exits, and its state goes with it."""
-        with self.lock:
+        """End the session: its process reads end-of-file and exits, and its state goes with it. An exchange
+        whose event loop went away without ending it (`send`) holds the lock for good: it is waited for only
+        as long as a call may take."""
+        limits = self.env.limits
+        held = self.lock.acquire(timeout=limits.timeout_s + limits.grace_s + 1)
+        try:
             if self.closed:
                 return
             self.closed = True
@@ -394,6 +508,9 @@ class Session:
             if self.proc is not None:
                 self.proc.close()
                 self.proc = None
+        finally:
+            if held:
+                self.lock.release()
         self.env.forget(self)
 
     def __enter__(self) -> Session:

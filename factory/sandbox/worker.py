@@ -209,6 +209,9 @@ class LocalTransport:
         return None
 
 
+INCOMPLETE = object()  # no whole frame has arrived yet
+
+
 class Frames:
     """Reads length-prefixed JSON frames off a transport: one read per frame in the usual case."""
 
@@ -228,20 +231,29 @@ class Frames:
                 self.dead = True
                 raise WorkerCrashed(self.death_note())
         while True:
-            if len(buf) >= 4:
-                (n,) = HEADER.unpack_from(buf)
-                if n > self.limits.max_frame_bytes:
-                    self.dead = True
-                    raise WorkerCrashed(f"sent a frame of {n} bytes")
-                if len(buf) >= 4 + n:
-                    payload = bytes(buf[4 : 4 + n])
-                    del buf[: 4 + n]
-                    return self._parse(payload)
+            frame = self._buffered_frame()
+            if frame is not INCOMPLETE:
+                return frame
             chunk = self.transport.read_some(deadline)
             if not chunk:
                 self.dead = True
                 raise WorkerCrashed(self.death_note())
             buf += chunk
+
+    def _buffered_frame(self) -> Any:
+        """The first whole frame in `buf`, taken off it, or INCOMPLETE."""
+        buf = self.buf
+        if len(buf) < 4:
+            return INCOMPLETE
+        (n,) = HEADER.unpack_from(buf)
+        if n > self.limits.max_frame_bytes:
+            self.dead = True
+            raise WorkerCrashed(f"sent a frame of {n} bytes")
+        if len(buf) < 4 + n:
+            return INCOMPLETE
+        payload = bytes(buf[4 : 4 + n])
+        del buf[: 4 + n]
+        return self._parse(payload)
 
     def _parse(self, payload: bytes) -> Any:
         """Parse a frame with pydantic-core (fast); the standard parser takes what it refuses (deep nesting)."""
@@ -373,6 +385,15 @@ class SessionProcess(Frames):
     def request(self, message: tuple[Any, ...], timeout_s: float) -> list[Any]:
         """Send `message` and return the reply (its sequence number taken off); marshal's ValueError for
         arguments that are not plain data is raised before anything is sent."""
+        seq = self.send(message)
+        try:
+            return self.answer(seq, self.recv(time.monotonic() + timeout_s))
+        except (WorkerCrashed, WorkerTimeout):
+            self.dead = True
+            raise
+
+    def send(self, message: tuple[Any, ...]) -> int:
+        """Send `message` (request's first half) and return its sequence number."""
         if self.dead:
             raise SessionStale("session process is gone")
         seq = self.seq = self.seq + 1
@@ -382,10 +403,30 @@ class SessionProcess(Frames):
             raise SessionStale("session process wrote between requests, or ended")
         try:
             self.end.write_all(HEADER.pack(len(payload)) + payload)
-            reply = self.recv(time.monotonic() + timeout_s)
-        except (WorkerCrashed, WorkerTimeout):
+        except WorkerCrashed:
             self.dead = True
             raise
+        return seq
+
+    def arrived(self) -> Any:
+        """What the process has sent so far, read without waiting: its whole reply frame, or INCOMPLETE;
+        WorkerCrashed when it hung up or sent a garbled frame (request's second half, for an event loop)."""
+        try:
+            chunk = os.read(self.end.fd, 1 << 16)
+        except BlockingIOError:
+            chunk = None
+        except OSError:  # a reset socket reads as the end of the stream
+            chunk = b""
+        if chunk == b"":
+            self.dead = True
+            raise WorkerCrashed(self.death_note())
+        if chunk:
+            self.buf += chunk
+        return self._buffered_frame()
+
+    def answer(self, seq: int, reply: Any) -> list[Any]:
+        """The reply to request `seq` (its sequence number taken off), once checked: it echoes `seq` and
+        nothing follows it."""
         if type(reply) is not list or not reply or reply[0] != seq:
             self.dead = True
             raise WorkerCrashed("session process sent a reply to no request of ours (forged or reordered)")

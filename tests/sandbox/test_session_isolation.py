@@ -8,16 +8,21 @@ design where the sessions of a worker share one process, each of these tests fai
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sqlite3
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from factory.envs.mcp_server import CallThreads, _EnvSession
 from factory.envs.runtime import Environment
+from factory.models import ToolResult
 from factory.sandbox import Limits, SandboxPool, capabilities
 
 LIMITS = Limits(timeout_s=1.0, cpu_s=2, memory_bytes=1 << 30, grace_s=0.5)
@@ -343,3 +348,111 @@ def test_a_template_that_tool_code_made_multithreaded_still_keeps_sessions_apart
         assert a.call("leave", {"mark": "from-a"}).ok
         found = b.call("find").value
         assert found["found"] == [] if namespaced else "from-a" not in found["found"][-1:]
+
+
+# --- the same attacks on the exchange `factory serve` drives from its event loop (no thread per call) ------------
+
+
+def _on_loop(env: Environment, main: Callable[[Callable[[Any, str, dict[str, Any]], Awaitable[ToolResult]]], Any]):
+    """Run `main(call)` on an event loop, `call(session, tool, args)` being the MCP server's call of a session."""
+
+    async def run() -> Any:
+        threads = CallThreads(2)
+        opened: dict[int, _EnvSession] = {}
+
+        async def call(session: Any, tool: str, args: dict[str, Any]) -> ToolResult:
+            if id(session) not in opened:
+                opened[id(session)] = _EnvSession(contextlib.ExitStack(), session, threads)
+            return await opened[id(session)].call(tool, args)
+
+        try:
+            return await main(call)
+        finally:
+            threads.close()
+
+    return asyncio.run(run())
+
+
+def test_the_loop_exchange_runs_plain_calls_without_a_thread(pool, tmp_path, monkeypatch):
+    hopped: list[Any] = []
+    real = CallThreads.run
+
+    async def counted(self: CallThreads, fn: Any, *args: Any) -> Any:
+        hopped.append(fn)
+        return await real(self, fn, *args)
+
+    monkeypatch.setattr(CallThreads, "run", counted)
+    big = "def big(state, n):\n    return {'text': 'x' * n}\n"  # a reply that arrives in several reads
+    tools = [*HONEST_TOOLS, _tool("big", {"n": {"type": "integer"}})]
+    with Environment.open(bundle(tmp_path, "plain", HONEST + big, tools), pool=pool) as env, env.session() as s:
+
+        async def main(call: Any) -> None:
+            assert (await call(s, "rename", {"name": "loop"})).ok
+            assert (await call(s, "whoami", {})).value == {"name": "loop", "n": 2}
+            assert (await call(s, "big", {"n": 3_000_000})).value == {"text": "x" * 3_000_000}
+            assert not (await call(s, "whoami", {"extra": 1})).ok
+
+        _on_loop(env, main)
+        assert hopped == []
+        assert s.journal == [("rename", {"name": "loop"})]
+
+
+def test_forged_frames_through_the_loop_fail_only_the_forging_call(pool, tmp_path):
+    tools = [*HONEST_TOOLS, *(_tool(n) for n in ("forge", "garble", "forge_later", "die_later"))]
+    with (
+        Environment.open(bundle(tmp_path, "loop-forger", HONEST + FORGER, tools), pool=pool) as env,
+        env.session() as victim,
+        env.session() as forger,
+    ):
+
+        async def main(call: Any) -> None:
+            assert (await call(victim, "rename", {"name": "victim"})).ok
+            assert (await call(forger, "rename", {"name": "forger"})).ok
+            for tool in ("forge", "garble"):
+                r = await call(forger, tool, {})
+                assert not r.ok and r.env_error and r.error.code == "worker_crashed", r
+                assert (await call(forger, "whoami", {})).value["name"] == "forger"  # rebuilt from its journal
+                assert (await call(victim, "whoami", {})).value == {"name": "victim", "n": 2}
+            assert (await call(forger, "forge_later", {})).value == {"forged": False}
+            await asyncio.sleep(0.5)  # stray frames between calls: found before the next request is sent
+            assert (await call(forger, "whoami", {})).value["name"] == "forger"
+            assert (await call(forger, "die_later", {})).ok
+            await asyncio.sleep(0.4)
+            assert (await call(forger, "whoami", {})).value["name"] == "forger"
+
+        _on_loop(env, main)
+        assert victim.snapshot().tables["customers"] == [{"id": 1, "name": "victim"}]
+
+
+def test_a_runaway_call_on_the_loop_times_out_and_leaves_the_loop_serving(pool, tmp_path):
+    tools = [*HONEST_TOOLS, _tool("spin_masked"), _tool("sleep_masked")]
+    with (
+        Environment.open(bundle(tmp_path, "loop-runaway", HONEST + RUNAWAY, tools), pool=pool) as env,
+        env.session() as runaway,
+        env.session() as innocent,
+        env.session() as cancelled,
+    ):
+
+        async def main(call: Any) -> None:
+            assert (await call(runaway, "rename", {"name": "runaway"})).ok
+            assert (await call(cancelled, "rename", {"name": "cancelled"})).ok
+            started = time.monotonic()
+            running = asyncio.ensure_future(call(runaway, "sleep_masked", {}))
+            slowest = 0.0
+            while not running.done():
+                t = time.monotonic()
+                assert (await call(innocent, "whoami", {})).ok
+                slowest = max(slowest, time.monotonic() - t)
+            r = running.result()
+            assert not r.ok and r.error.code == "timeout" and r.env_error
+            assert time.monotonic() - started < LIMITS.timeout_s + LIMITS.grace_s + 3
+            assert slowest < 0.5, f"the innocent call waited {slowest:.2f}s"
+            assert (await call(runaway, "whoami", {})).value["name"] == "runaway"
+            gone = asyncio.ensure_future(call(cancelled, "spin_masked", {}))  # its client goes away mid-call
+            await asyncio.sleep(0.2)
+            gone.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gone
+            assert (await call(cancelled, "whoami", {})).value["name"] == "cancelled"
+
+        _on_loop(env, main)
