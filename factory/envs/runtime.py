@@ -240,9 +240,19 @@ class Session:
 
     def host_lost(self, slot: Slot) -> None:
         """The slot's host was replaced or closed, and this session's process went with it: the next use
-        starts a new process and replays the journal there."""
-        if self.proc is not None:
-            self.proc.close()
+        starts a new process and replays the journal there. An exchange in flight (it holds `lock`) reads the
+        end of the stream and replaces the process itself: its socket is not closed under it, where an event
+        loop may be watching the descriptor (`send`)."""
+        proc = self.proc
+        if proc is None:
+            return
+        if not self.lock.acquire(blocking=False):
+            proc.dead = True
+            return
+        try:
+            proc.close()
+        finally:
+            self.lock.release()
 
     def _process(self) -> SessionProcess:
         """This session's live process, started (seed state, then the journal replayed) if it has none;
