@@ -115,7 +115,8 @@ class ToolSpec(_OmitsUnset):
     # outrank guesses from the name; None when the source states none, so "read-only" and "not stated" differ.
     annotations: dict[str, Any] | None = None
     # The names the source declared for parameters the contract renamed (`pet_id` -> `id`, `per_page` ->
-    # `perPage`): clients see and send the declared ones (factory.envs.interface); None when none differ.
+    # `perPage`): clients see and send the declared ones (factory.envs.interface); "" for an optional parameter
+    # the source does not have (a singleton's key, whose default names its one row): not shown. None: none differ.
     declared_names: dict[str, str] | None = None
 
     omitted_when_none = ("annotations", "declared_names")  # tools of sources without them dump as before

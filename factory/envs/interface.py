@@ -2,7 +2,9 @@
 
 Inside the factory a tool's parameters follow the contract (`<entity>_id`, snake_case; see
 factory.envs.entities.tools); an OpenAPI document or an MCP server may name them otherwise (`id`,
-`petId`, `perPage`). `ToolSpec.declared_names` maps each renamed contract name to its declared name.
+`petId`, `perPage`). `ToolSpec.declared_names` maps each renamed contract name to its declared name, and
+an optional parameter the source does not have (a singleton's key) to "": it is not shown, and its default
+applies.
 Whatever faces a client (MCP tools/list and tools/call, the LLM policy's and verl's tool schemas,
 `factory call`) shows the declared names and translates calls back at this one boundary.
 """
@@ -20,9 +22,10 @@ def interface_schema(tool: ToolSpec) -> JsonSchema:
     if not names:
         return tool.parameters
     props = tool.parameters.get("properties") or {}
-    out: JsonSchema = {**tool.parameters, "properties": {names.get(k, k): v for k, v in props.items()}}
+    shown = {names.get(k, k): v for k, v in props.items() if names.get(k, k)}
+    out: JsonSchema = {**tool.parameters, "properties": shown}
     if "required" in tool.parameters:
-        out["required"] = [names.get(r, r) for r in tool.parameters["required"]]
+        out["required"] = [names.get(r, r) for r in tool.parameters["required"] if names.get(r, r)]
     return out
 
 
@@ -37,18 +40,20 @@ def contract_args(tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any] | str:
     if stray:
         shown = ", ".join(interface_schema(tool).get("properties") or {})
         return f"unknown parameter {stray[0]!r}; parameters: {shown}"
-    contract = {v: k for k, v in names.items()}
+    contract = {v: k for k, v in names.items() if v}
     return {contract.get(k, k): v for k, v in args.items()}
 
 
 def declared_names(parameters: JsonSchema, declared: dict[str, str]) -> dict[str, str] | None:
     """`ToolSpec.declared_names` for a finished parameter schema: each parameter's declared name where it
-    differs, unless a client could then not tell two parameters apart (that one keeps its contract name)."""
+    differs ("" leaves an optional one out), unless a client could then not tell two parameters apart (that
+    one keeps its contract name)."""
     props = parameters.get("properties") or {}
-    out = {k: v for k, v in declared.items() if k in props and v != k}
+    required = set(parameters.get("required") or [])
+    out = {k: v for k, v in declared.items() if k in props and v != k and (v or k not in required)}
     while True:
         names = [out.get(k, k) for k in props]
-        clashing = [k for k, v in out.items() if names.count(v) > 1]
+        clashing = [k for k, v in out.items() if v and names.count(v) > 1]
         if not clashing:
             return out or None
         for k in clashing:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from factory.envs.interface import contract_args, interface_schema
 from factory.topics import load_source
 from factory.topics.openapi import paths
 
@@ -300,6 +301,9 @@ def test_api_singleton_is_one_row_named_by_default(tmp_path):
     assert op(tools["replace_org_captcha_settings"]) == ("update", "org_captcha_settings")
     key = tools["get_org_captcha_settings"].parameters["properties"]["org_captcha_settings_id"]
     assert key["default"] == f"{settings.id_prefix}0001"
+    for name in ("get_org_captcha_settings", "replace_org_captcha_settings"):  # clients are not shown the key
+        assert "org_captcha_settings_id" not in interface_schema(tools[name])["properties"], name
+        assert isinstance(contract_args(tools[name], {"org_captcha_settings_id": key["default"]}), str)
 
 
 def share(topic) -> float:

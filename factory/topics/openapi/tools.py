@@ -21,6 +21,7 @@ def tools(
         params, declared = reader._parameters(op, plan.renames, set(reader._components))
         if plan.shape == "single" and entity is not None:
             params = _single_key(params, entity)
+            declared[f"{entity.name}_id"] = ""  # the document names no key: its optional default is not shown
         operation = _operation(op, plan, entity, params)
         segments = [s for s in op.path.split("/") if s]
         name = snake_case(op.op["operationId"]) if op.op.get("operationId") else _derived_name(op, segments, operation)
