@@ -279,6 +279,10 @@ class Session:
                 with slot.lock:
                     slot.end_session(proc)
                 raise
+        if self.closed:  # closed (after waiting its while for the lock) during this rebuild: the process goes too
+            with slot.lock:
+                slot.end_session(proc)
+            raise WorkerCrashed(f"session {self.id} is closed")
         self.proc = proc
         return proc
 
@@ -368,7 +372,7 @@ class Session:
         if reply[0] != "error" or len(reply) < 4:
             return _error("worker_crashed", f"sandbox protocol error: {str(reply)[:200]}", True, started), True
         lost = len(reply) > 4 and reply[4] == "state_lost"  # the failed call wrote: rebuild from seed + journal
-        return _error(str(reply[1]), str(reply[2]), bool(reply[3]), started), lost
+        return _error(str(reply[1])[:100], str(reply[2])[:2000], bool(reply[3]), started), lost
 
     # --- the same exchange driven by an event loop (factory serve): no thread waits on the reply ----------
 
@@ -384,8 +388,8 @@ class Session:
             return None
         state = self._dirty()
         try:
-            seq = proc.send(call.message)
-        except (SessionStale, WorkerCrashed, ValueError):
+            seq = proc.send(call.message, waiting=False)
+        except (WorkerCrashed, WorkerTimeout, ValueError):  # (a stale process, one not reading, a large request)
             self.pristine, self._last = state
             self.lock.release()
             return None

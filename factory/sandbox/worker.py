@@ -62,6 +62,13 @@ class WorkerTimeout(RuntimeError):
     """The worker did not answer before the deadline; it must be killed and replaced."""
 
 
+class RequestTooLarge(ValueError):
+    """A request larger than an event loop writes without waiting (SessionProcess.send, not waiting)."""
+
+
+LOOP_REQUEST_BYTES = 1 << 16  # an empty socket buffer always takes this much at once
+
+
 class SessionStale(WorkerCrashed):
     """A session process was found gone or holding bytes nobody asked for before a request was sent."""
 
@@ -113,7 +120,9 @@ def write_all(fd: int, data: bytes, timeout_s: float = 30.0) -> None:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 raise WorkerTimeout("the process does not read its channel") from None
-            select.select([], [fd], [], wait)
+            poller = select.poll()  # (select.select refuses descriptors above 1023: a server with many sessions)
+            poller.register(fd, select.POLLOUT)
+            poller.poll(wait * 1000)
 
 
 def read_some(fd: int, poller: select.poll, deadline: float) -> bytes:
@@ -351,9 +360,9 @@ class _SocketEnd:
         self.poller = select.poll()
         self.poller.register(fd, select.POLLIN)
 
-    def write_all(self, data: bytes) -> None:
+    def write_all(self, data: bytes, timeout_s: float = 30.0) -> None:
         try:
-            write_all(self.fd, data)
+            write_all(self.fd, data, timeout_s)
         except OSError as e:
             raise WorkerCrashed(f"session socket closed: {e}") from e
 
@@ -392,18 +401,27 @@ class SessionProcess(Frames):
             self.dead = True
             raise
 
-    def send(self, message: tuple[Any, ...]) -> int:
-        """Send `message` (request's first half) and return its sequence number."""
+    def send(self, message: tuple[Any, ...], waiting: bool = True) -> int:
+        """Send `message` (request's first half) and return its sequence number. Not `waiting` (an event loop's
+        send), a request larger than LOOP_REQUEST_BYTES raises RequestTooLarge before anything is written, and
+        one the socket does not take at once (a process that stopped reading) is WorkerTimeout, not a wait."""
         if self.dead:
             raise SessionStale("session process is gone")
-        seq = self.seq = self.seq + 1
-        payload = marshal.dumps((seq, *message))
+        seq = self.seq + 1
+        frame = marshal.dumps((seq, *message))
+        frame = HEADER.pack(len(frame)) + frame
+        if not waiting and len(frame) > LOOP_REQUEST_BYTES:
+            raise RequestTooLarge(f"a request of {len(frame)} bytes is written by a thread")
+        self.seq = seq
         if self.end.poller.poll(0):  # readable before we asked anything: stray bytes, or the process ended
             self.dead = True
             raise SessionStale("session process wrote between requests, or ended")
         try:
-            self.end.write_all(HEADER.pack(len(payload)) + payload)
-        except WorkerCrashed:
+            if waiting:
+                self.end.write_all(frame)
+            else:
+                self.end.write_all(frame, timeout_s=0.0)
+        except (WorkerCrashed, WorkerTimeout):
             self.dead = True
             raise
         return seq
@@ -427,7 +445,7 @@ class SessionProcess(Frames):
     def answer(self, seq: int, reply: Any) -> list[Any]:
         """The reply to request `seq` (its sequence number taken off), once checked: it echoes `seq` and
         nothing follows it."""
-        if type(reply) is not list or not reply or reply[0] != seq:
+        if type(reply) is not list or not reply or type(reply[0]) is not int or reply[0] != seq:
             self.dead = True
             raise WorkerCrashed("session process sent a reply to no request of ours (forged or reordered)")
         if self.buf:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -24,6 +26,7 @@ from factory.envs.mcp_server import CallThreads, _EnvSession
 from factory.envs.runtime import Environment
 from factory.models import ToolResult
 from factory.sandbox import Limits, SandboxPool, capabilities
+from factory.sandbox.worker import WorkerTimeout, write_all
 
 LIMITS = Limits(timeout_s=1.0, cpu_s=2, memory_bytes=1 << 30, grace_s=0.5)
 SCHEMA = """CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
@@ -456,3 +459,79 @@ def test_a_runaway_call_on_the_loop_times_out_and_leaves_the_loop_serving(pool, 
             assert (await call(cancelled, "whoami", {})).value["name"] == "cancelled"
 
         _on_loop(env, main)
+
+
+STALL = """
+import ctypes, threading, time
+
+def stall_later(state):
+    def hold():
+        time.sleep(0.1)
+        ctypes.PyDLL(None).sleep(3600)  # holds the GIL: the process never reads its socket again
+    threading.Thread(target=hold, daemon=True).start()
+    return {"stalled": True}
+
+def slow_rename(state, name):
+    time.sleep(0.3)
+    state.execute("UPDATE customers SET name = ? WHERE id = 1", [name])
+    return {}
+"""
+STALL_TOOLS = [*HONEST_TOOLS, _tool("stall_later"), _tool("slow_rename", {"name": {"type": "string"}}, mutates=True)]
+
+
+def test_a_process_that_stops_reading_never_blocks_the_loop(pool, tmp_path):
+    """The loop writes a request only when the socket takes it whole at once; a bigger one goes to a thread."""
+    with Environment.open(bundle(tmp_path, "stall", HONEST + STALL, STALL_TOOLS), pool=pool) as env, env.session() as s:
+
+        async def main(call: Any) -> None:
+            assert (await call(s, "stall_later", {})).ok
+            await asyncio.sleep(0.3)
+            gaps: list[float] = []
+            running = asyncio.ensure_future(call(s, "rename", {"name": "x" * 1_000_000}))  # over the socket buffer
+            started = time.monotonic()
+            while time.monotonic() - started < 1.0:
+                t = time.monotonic()
+                await asyncio.sleep(0.01)
+                gaps.append(time.monotonic() - t)
+            running.cancel()
+            assert max(gaps) < 0.5, f"the event loop froze for {max(gaps):.2f}s"
+
+        _on_loop(env, main)
+
+
+def test_writes_wait_on_descriptors_above_1023(tmp_path):
+    """A server with a thousand sessions has sockets numbered past what select() takes."""
+    ours, theirs = socket.socketpair()
+    high = os.dup2(ours.fileno(), 1500)
+    os.set_blocking(high, False)
+    try:
+        started = time.monotonic()
+        with pytest.raises(WorkerTimeout):
+            write_all(high, b"x" * 8_000_000, timeout_s=0.3)  # nobody reads: it waits for room, then gives up
+        assert time.monotonic() - started < 3
+    finally:
+        os.close(high)
+        ours.close()
+        theirs.close()
+
+
+def test_a_session_closed_while_its_abandoned_call_rebuilds_keeps_no_process(pool, tmp_path):
+    with Environment.open(bundle(tmp_path, "slow", HONEST + STALL, STALL_TOOLS), pool=pool) as env:
+
+        async def run() -> None:
+            threads = CallThreads(2)
+            e = await _EnvSession.open(env, threads)
+            for k in range(12):  # its replay takes ~3.6 s, longer than close waits for the lock (2.5 s)
+                assert (await e.call("slow_rename", {"name": f"n{k}"})).ok
+            waiting = asyncio.ensure_future(e.call("whoami", {}))
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            waiting.cancel()  # its client went away: the abandoned call's process is rebuilt in a thread
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiting
+            await e.close()
+            await asyncio.sleep(3)
+            assert e._session.closed and e._session.proc is None
+            threads.close()
+
+        asyncio.run(run())
