@@ -13,8 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factory.envs.interface import contract_args
-from factory.envs.runtime import Environment, Session
+from factory.envs.runtime import Environment, PreparedCall, Session
 from factory.models import Snapshot, Task, ToolCall, ToolResult
 
 _environments: dict[Path, Environment] = {}
@@ -32,10 +31,9 @@ class Episode:
     executed: list[tuple[ToolCall, ToolResult]] = field(default_factory=list)
 
     def call(self, tool: str, args: dict) -> ToolResult:
-        spec = self.session.env.tool_spec(tool)
-        contract = contract_args(spec, args) if spec else args  # the policy names parameters as declared
-        result = self.session.call_declared(tool, args)
-        self.executed.append((ToolCall(tool=tool, args=contract if isinstance(contract, dict) else args), result))
+        call = self.session.prepare_declared(tool, args)  # the policy names parameters as declared
+        result = self.session.run(call)
+        self.executed.append((ToolCall(tool=tool, args=call.args if isinstance(call, PreparedCall) else args), result))
         return result
 
 

@@ -288,7 +288,7 @@ async def _reply(session: Session, ex: Exchange) -> ToolResult | None:
 
 
 class _EnvSession:
-    """An environment session driven from async code: calls are serialized and run in a thread."""
+    """An environment session driven from async code: calls are serialized, sent and answered on the loop."""
 
     def __init__(self, stack: contextlib.ExitStack, session: Session, threads: CallThreads):
         self._stack = stack

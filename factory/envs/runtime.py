@@ -346,6 +346,19 @@ class Session:
         limits = env.limits
         return PreparedCall(tool, args, ("call", tool, args, limits.timeout_s, limits.cpu_s), started)
 
+    def prepare_declared(self, tool: str, args: dict[str, Any] | None = None) -> PreparedCall | ToolResult:
+        """`prepare` for arguments named as the tool's interface declares them (factory.envs.interface)."""
+        spec = self.env.tool_spec(tool)
+        validate = self.env._interfaces.get(tool)
+        if spec is None or validate is None:
+            return self.prepare(tool, args)
+        args = {} if args is None else args
+        problem = validate(args)  # the interface's schema: a name the client was never shown is refused here
+        if problem is not None:
+            return _error("invalid_arguments", problem)
+        contract = contract_args(spec, args)
+        return self.prepare(tool, contract) if isinstance(contract, dict) else _error("invalid_arguments", contract)
+
     def _dirty(self) -> tuple[bool, tuple[Any, Snapshot] | None]:
         """Mark the state as possibly changed by the call about to run; returns what to restore if it did not."""
         state = self.pristine, self._last
@@ -425,19 +438,6 @@ class Session:
         finally:
             ex.ended = True
             self.lock.release()
-
-    def prepare_declared(self, tool: str, args: dict[str, Any] | None = None) -> PreparedCall | ToolResult:
-        """`prepare` for arguments named as the tool's interface declares them (factory.envs.interface)."""
-        spec = self.env.tool_spec(tool)
-        validate = self.env._interfaces.get(tool)
-        if spec is None or validate is None:
-            return self.prepare(tool, args)
-        args = {} if args is None else args
-        problem = validate(args)
-        contract = args if problem is not None else contract_args(spec, args)
-        if isinstance(contract, str) or problem is not None:
-            return _error("invalid_arguments", problem or str(contract))
-        return self.prepare(tool, contract)
 
     def _simple(self, message: tuple[Any, ...], what: str) -> list[Any]:
         """One exchange that runs no tool code (caller holds `lock`); a dead process is rebuilt and asked again."""

@@ -430,16 +430,13 @@ class SessionProcess(Frames):
         """What the process has sent so far, read without waiting: its whole reply frame, or INCOMPLETE;
         WorkerCrashed when it hung up or sent a garbled frame (request's second half, for an event loop)."""
         try:
-            chunk = os.read(self.end.fd, 1 << 16)
-        except BlockingIOError:
-            chunk = None
-        except OSError:  # a reset socket reads as the end of the stream
-            chunk = b""
-        if chunk == b"":
+            chunk = self.end.read_some(0.0)
+        except WorkerTimeout:  # nothing there yet
+            return self._buffered_frame()
+        if not chunk:
             self.dead = True
             raise WorkerCrashed(self.death_note())
-        if chunk:
-            self.buf += chunk
+        self.buf += chunk
         return self._buffered_frame()
 
     def answer(self, seq: int, reply: Any) -> list[Any]:

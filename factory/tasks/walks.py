@@ -940,8 +940,9 @@ class GraphTaskSynthesizer:
         """Every page of a listing (the largest page the tool serves); at most GOAL_MAX_PAGES."""
         props = tool.parameters.get("properties") or {}
         size = paging_style(props).size
-        allowed = (props.get(size) or {}).get("maximum", PAGE_SIZE) if size else 0
-        args = {**args, **({size: PAGE_SIZE} if size and isinstance(allowed, int) and allowed >= PAGE_SIZE else {})}
+        maximum = (props.get(size) or {}).get("maximum", PAGE_SIZE) if size else None
+        if size and isinstance(maximum, int) and maximum >= PAGE_SIZE:
+            args = {**args, size: PAGE_SIZE}
         calls = [ToolCall(tool=tool.name, args=dict(args))]
         results = [self.call(session, tool, args)]
         while _next_offset(results[-1]) is not None and "offset" in props:
