@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import math
@@ -130,14 +131,14 @@ def call_payload(result: ToolResult) -> dict[str, Any]:
     model: the fast path hands it straight to the protocol version's result surface."""
     if result.ok:
         text = json.dumps(result.value, ensure_ascii=False)
-        payload: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+        payload: dict[str, Any] = {"content": [{"text": text, "type": "text"}]}  # in the order the SDK dumps
         if isinstance(result.value, dict):
             payload["structuredContent"] = result.value
         payload["isError"] = False
     else:
         error = result.error.model_dump() if result.error else {"code": "error", "message": ""}
         text = json.dumps({"error": error, "env_error": result.env_error}, ensure_ascii=False)
-        payload = {"content": [{"type": "text", "text": text}], "isError": True}
+        payload = {"content": [{"text": text, "type": "text"}], "isError": True}
     payload["resultType"] = "complete"
     return payload
 
@@ -654,12 +655,38 @@ class _FastCalls:
             return pydantic_core.to_json({"jsonrpc": "2.0", "id": call.id, "result": {}})
         try:
             result = await answer_call(self.served, call.tool, call.args, lambda: self.binding.session_of(connection))
-            dumped = methods.serialize_server_result(call.method, connection.protocol_version, call_payload(result))
+            dumped = _wire_result(connection.protocol_version, call_payload(result))
         except Exception as e:
             error = handler_exception_to_error_data(e) or types.ErrorData(code=0, message=str(e))
             reply = JSONRPCError(jsonrpc="2.0", id=call.id, error=error)
             return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()  # as the SDK writes it
         return pydantic_core.to_json({"jsonrpc": "2.0", "id": call.id, "result": dumped})
+
+
+def _wire_result(version: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """`payload` as the SDK's `serialize_server_result` shapes a tools/call result for `version`."""
+    keys = _surface_keys(version)
+    if keys is None:
+        return methods.serialize_server_result("tools/call", version, payload)
+    return {k: payload[k] for k in keys if k in payload}
+
+
+@functools.cache
+def _surface_keys(version: str) -> tuple[str, ...] | None:
+    """The top-level keys, in order, that `version`'s result surface keeps of `call_payload`'s results, learned
+    from the SDK once; None when the SDK does more to them than drop keys (then it shapes every result).
+    Validating and dumping each result through the surface model was ~5% of the server's CPU per call."""
+    probes = [
+        call_payload(ToolResult(ok=True, value={"id": 1, "price": 2.5, "note": None, "tags": ["é", {"k": [True]}]})),
+        call_payload(ToolResult(ok=True, value=[{"id": 1}])),
+        call_payload(ToolResult(ok=False, error=ToolError(code="not_found", message="no row"), env_error=False)),
+    ]
+    dumped = [methods.serialize_server_result("tools/call", version, probe) for probe in probes]
+    keys = tuple(dict.fromkeys(k for d in dumped for k in d))
+    for probe, d in zip(probes, dumped, strict=True):  # key order included: the wire bytes must be the SDK's
+        if json.dumps(d) != json.dumps({k: probe[k] for k in keys if k in probe}):
+            return None
+    return keys
 
 
 _VERSION_HEADER = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
@@ -682,7 +709,7 @@ def _in_flight(transport: StreamableHTTPServerTransport) -> Iterator[None]:
     finally:
         transport._requests_in_flight -= 1
         if not transport._requests_in_flight:
-            idle.deadline = anyio.current_time() + timeout
+            idle.deadline = asyncio.get_running_loop().time() + timeout  # anyio.current_time(), minus its lookups
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
@@ -759,6 +786,7 @@ def serve_http(
         access_log=False,
         lifespan="on",
         timeout_keep_alive=KEEP_ALIVE_S,
+        proxy_headers=False,  # nothing here reads the client's address; the middleware cost ~1.5% per call
     )
     uvicorn.Server(config).run()
 
