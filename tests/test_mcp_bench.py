@@ -14,6 +14,10 @@ def test_quick_mcp_serving_measures_both_sides(shop_bundle: Path, tmp_path: Path
     assert r["mcp_failed_calls"] == 0 and r["baseline_mcp_failed_calls"] == 0
     assert r["mcp_calls_per_s"] > 0 and r["baseline_mcp_calls_per_s"] > 0
     assert r["mcp_ratio_vs_baseline"] == round(r["mcp_calls_per_s"] / r["baseline_mcp_calls_per_s"], 1)
+    rounds = r["mcp_rounds_calls_per_s"]  # each side's best of its alternating loads
+    assert len(rounds) == cfg.mcp_rounds == 2
+    assert r["mcp_calls_per_s"] == max(ours for ours, _ in rounds)
+    assert r["baseline_mcp_calls_per_s"] == max(base for _, base in rounds)
     assert r["mcp_server_cpu_ms_per_call"] > 0 and r["baseline_mcp_server_cpu_ms_per_call"] > 0
     assert r["mcp_workers_cpu_ms_per_call"] > 0  # our tools run in sandbox workers, not in the server
     for n in cfg.mcp_sessions:
