@@ -462,7 +462,14 @@ class Env:
 def _load_seed(conn, seed: bytes) -> None:
     """Put the seed image in `conn` and mark its tables for tracking: a temp trigger per table and change
     kind records the table in temp.{DIRTY}, which is part of the session's open transaction, so a rollback
-    (of a failed call, or the reset) forgets the marks with the writes."""
+    (of a failed call, or the reset) forgets the marks with the writes.
+
+    Temp triggers on main's tables (ours, and any tool code made) are dropped before main is replaced: sqlite
+    (3.40) leaves them pointing at the freed tables after a deserialize, so they stop firing (a snapshot then
+    misses what the session wrote) and dropping one afterwards crashes the process."""
+    triggers = conn.execute("SELECT name FROM sqlite_temp_master WHERE type = 'trigger'").fetchall()
+    for (name,) in triggers:
+        conn.execute('DROP TRIGGER temp."{}"'.format(name.replace('"', '""')))
     conn.deserialize(seed)
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {DIRTY} (name TEXT PRIMARY KEY) WITHOUT ROWID")
