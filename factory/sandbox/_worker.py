@@ -394,31 +394,41 @@ def _json_default(o):
     return str(o)
 
 
-def _encoders(allow_nan: bool):
-    """A JSON encoder and its C function (None without the C accelerator), bound before untrusted code runs."""
-    encoder = json.JSONEncoder(default=_json_default, separators=(",", ":"), allow_nan=allow_nan)
+def _encoders(strict: bool):
+    """A JSON encoder and its C function (None without the C accelerator), bound before untrusted code runs.
+    `strict`: non-finite numbers raise, and text goes out as UTF-8 rather than escaped, so that encoding it
+    refuses a lone surrogate (text that is not Unicode, which no JSON client can decode)."""
+    encoder = json.JSONEncoder(
+        default=_json_default, separators=(",", ":"), allow_nan=not strict, ensure_ascii=not strict
+    )
     make = json.encoder.c_make_encoder
-    args = (_MARKERS, _json_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, allow_nan)
+    text = json.encoder.encode_basestring if strict else json.encoder.encode_basestring_ascii
+    args = (_MARKERS, _json_default, text, None, ":", ",", False, False, not strict)
     return encoder, (make(*args) if make is not None else None)
 
 
 _MARKERS: dict = {}  # the C encoders' cycle check; left dirty by an encoding that raised
-_ENCODER, _C_ENCODE = _encoders(allow_nan=True)
-# A tool's result goes to JSON clients as it is: Infinity and NaN are not JSON, so such a result is refused.
-_STRICT_ENCODER, _C_STRICT = _encoders(allow_nan=False)
+_ENCODER, _C_ENCODE = _encoders(strict=False)
+# A tool's result goes to JSON clients as it is: Infinity, NaN and lone surrogates are not JSON, so such a result
+# is refused.
+_STRICT_ENCODER, _C_STRICT = _encoders(strict=True)
 
 
 def _dumps(value, strict: bool = False) -> bytes:
     """What `JSONEncoder.encode` writes, without building a C encoder per call (JSONEncoder.encode does).
-    `strict`: a non-finite number raises ValueError."""
+    `strict`: a non-finite number or a lone surrogate raises ValueError."""
     encode = _C_STRICT if strict else _C_ENCODE
-    if encode is None:
-        return (_STRICT_ENCODER if strict else _ENCODER).encode(value).encode()
     try:
-        return "".join(encode(value, 0)).encode()
+        text = (_STRICT_ENCODER if strict else _ENCODER).encode(value) if encode is None else "".join(encode(value, 0))
     except BaseException:
         _MARKERS.clear()
         raise
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        raise ValueError(
+            "the result holds text that is not Unicode (a lone surrogate), which JSON cannot carry"
+        ) from None
 
 
 # --- sessions ------------------------------------------------------------------------------
@@ -548,7 +558,12 @@ class Session:
 
 
 def _error(code: str, message: str, env_error: bool = False) -> list:
-    return ["error", code, message, env_error]
+    """A failed call's reply; its text made Unicode (tool code may raise with a lone surrogate in the message)."""
+    return ["error", _unicode(code), _unicode(message), env_error]
+
+
+def _unicode(text: str) -> str:
+    return text if text.isascii() else text.encode("utf-8", "replace").decode()
 
 
 def _exception_result(e: BaseException) -> list:

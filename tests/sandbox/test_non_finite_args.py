@@ -1,5 +1,6 @@
 """Non-finite numbers (`1e999`, `Infinity`, `NaN`, which Python's JSON parser reads as floats) are invalid
-arguments: refused before the tool runs, the state left as it was."""
+arguments: refused before the tool runs, the state left as it was. What is not JSON never comes back either: a
+result holding a non-finite number or a lone surrogate is a tool error, and an error's text is Unicode."""
 
 from __future__ import annotations
 
@@ -27,6 +28,13 @@ def inflate(state, product_id):
     (price,) = state.execute("SELECT price FROM products WHERE id = ?", [product_id]).fetchone()
     state.execute("UPDATE products SET price = ? WHERE id = ?", [price * 1e308 * 10, product_id])
     return {"id": product_id, "price": price * 1e308 * 10}
+
+def rename(state, product_id, name):
+    state.execute("UPDATE products SET price = price + 1 WHERE id = ?", [product_id])
+    return {"id": product_id, "name": name}
+
+def complain(state, product_id):
+    raise ValueError("no product named " + chr(0xD800) + "x")
 """
 
 
@@ -75,6 +83,21 @@ def price_bundle(root: Path) -> Path:
                 parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}, "required": []},
                 mutates=True,
             ),
+            ToolSpec(
+                name="rename",
+                description="name a product (and touch its price)",
+                parameters={
+                    "type": "object",
+                    "properties": {"product_id": {"type": "integer"}, "name": {"type": "string"}},
+                    "required": ["product_id", "name"],
+                },
+                mutates=True,
+            ),
+            ToolSpec(
+                name="complain",
+                description="fail with a message that is not Unicode",
+                parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}, "required": []},
+            ),
         ],
     )
     (out / "env.json").write_text(spec.model_dump_json())
@@ -113,6 +136,25 @@ def test_a_result_holding_infinity_is_a_tool_error_and_its_write_is_undone(price
         r = s.call("inflate", {"product_id": 1})
         assert not r.ok and r.error.code == "tool_exception" and "JSON" in r.error.message, r.error
         assert s.snapshot() == before
+
+
+def test_a_result_holding_a_lone_surrogate_is_a_tool_error_and_its_write_is_undone(prices):
+    """A lone surrogate is not Unicode: no client could decode the JSON (nor `factory call` print it)."""
+    with prices.session() as s:
+        before = s.snapshot()
+        r = s.call("rename", {"product_id": 1, "name": "a" + chr(0xD800)})
+        assert not r.ok and r.error.code == "tool_exception" and "not Unicode" in r.error.message, r.error
+        assert s.snapshot() == before
+        named = s.call("rename", {"product_id": 1, "name": "ünï — ok"})  # text that is Unicode comes back as it was
+        assert named.ok and named.value == {"id": 1, "name": "ünï — ok"}, named
+
+
+def test_an_error_message_holding_a_lone_surrogate_arrives_as_unicode(prices):
+    with prices.session() as s:
+        r = s.call("complain", {"product_id": 1})
+        assert not r.ok and r.error.code == "tool_exception"
+        assert r.error.message == "ValueError: no product named ?x"
+        r.error.message.encode()  # raises on a lone surrogate
 
 
 def test_cli_call_refuses_infinity(tmp_path):
