@@ -271,8 +271,10 @@ async def _reply(session: Session, ex: Exchange) -> ToolResult | None:
     done: asyncio.Future[ToolResult | None] = loop.create_future()
 
     def readable() -> None:
+        if done.done():  # ran past its time in this same loop turn: `abandon` ends it, its reply is not read here
+            return  # (reading it would end the exchange, and `abandon` would then release its lock twice)
         result = session.receive(ex)
-        if (result is not None or ex.failed is not None) and not done.done():
+        if result is not None or ex.failed is not None:
             done.set_result(result)
 
     def late() -> None:
