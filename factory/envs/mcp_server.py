@@ -50,7 +50,7 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
-from mcp_types import JSONRPCError, methods
+from mcp_types import JSONRPCError, JSONRPCResponse, methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 from starlette.requests import Request
@@ -655,14 +655,22 @@ class _FastCalls:
         """The JSON-RPC answer, shaped for the wire as the SDK's runner shapes its handlers' results."""
         if call.method == "ping":
             return pydantic_core.to_json({"jsonrpc": "2.0", "id": call.id, "result": {}})
+        version = connection.protocol_version
         try:
             result = await answer_call(self.served, call.tool, call.args, lambda: self.binding.session_of(connection))
-            dumped = _wire_result(connection.protocol_version, call_payload(result))
+            payload = call_payload(result)
+            envelope = {"jsonrpc": "2.0", "id": call.id, "result": _wire_result(version, payload)}
+            try:
+                return pydantic_core.to_json(envelope)
+            except ValueError:  # nested past what pydantic-core writes here: the SDK runner's own steps decide
+                dumped = call_result(result).model_dump(by_alias=True, mode="json", exclude_none=True)
+                dumped = methods.serialize_server_result(call.method, version, dumped)
+                reply = JSONRPCResponse(jsonrpc="2.0", id=call.id, result=dumped)
+                return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
         except Exception as e:
             error = handler_exception_to_error_data(e) or types.ErrorData(code=0, message=str(e))
-            reply = JSONRPCError(jsonrpc="2.0", id=call.id, error=error)
-            return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()  # as the SDK writes it
-        return pydantic_core.to_json({"jsonrpc": "2.0", "id": call.id, "result": dumped})
+            failed = JSONRPCError(jsonrpc="2.0", id=call.id, error=error)
+            return failed.model_dump_json(by_alias=True, exclude_unset=True).encode()  # as the SDK writes it
 
 
 def _wire_result(version: str, payload: dict[str, Any]) -> dict[str, Any]:

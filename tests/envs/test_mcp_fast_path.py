@@ -40,6 +40,13 @@ def get_note(state, note_id):
 
 def count_notes(state):
     return state.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
+
+
+def nest(state, depth):
+    value = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
 """
 
 
@@ -66,6 +73,11 @@ SPEC = EnvSpec(
             parameters=_obj({"note_id": {"type": "integer"}}, ["note_id"]),
         ),
         ToolSpec(name="count_notes", description="How many notes there are.", parameters=_obj({}, [])),
+        ToolSpec(
+            name="nest",
+            description="A value nested `depth` objects deep.",
+            parameters=_obj({"depth": {"type": "integer"}}, ["depth"]),
+        ),
     ],
 )
 PROTOCOL = HANDSHAKE_PROTOCOL_VERSIONS[-1]
@@ -190,6 +202,26 @@ def test_the_fast_path_answers_byte_for_byte_what_the_sdk_answers(bundle: Path, 
     assert json.loads(by_name["tool error"][3])["result"]["isError"] is True
     assert by_name["malformed JSON"][0] == 400 and b"Parse error" in by_name["malformed JSON"][3]
     assert by_name["foreign host"][0] == 421 and by_name["foreign origin"][0] == 403
+
+
+def test_a_result_nested_past_what_a_json_writer_takes_gets_the_sdks_answer(bundle: Path) -> None:
+    """Around pydantic-core's depth limit the SDK answers a result, or a JSON-RPC error, never an HTTP 500."""
+    depths = [100, 252, 253, 254, 255, 256, 300]
+    replies: dict[bool, list[tuple[int, bytes]]] = {}
+    for fast_path in (False, True):
+        with (
+            serving_http(bundle, ServingLimits(), fast_path, kept=["nest"]) as (url, _env),
+            httpx.Client() as client,
+        ):
+            headers = {**_open(client, url), "Content-Type": "application/json"}
+            replies[fast_path] = []
+            for depth in depths:
+                r = client.post(url, content=_call("nest", {"depth": depth}), headers=headers)
+                replies[fast_path].append((r.status_code, r.content))
+    assert replies[True] == replies[False]
+    assert all(status == 200 for status, _ in replies[True])
+    answered = [json.loads(body) for _, body in replies[True]]
+    assert "result" in answered[0] and "error" in answered[-1]  # both kinds of answer are covered
 
 
 @pytest.mark.filterwarnings("ignore:ping is removed")
