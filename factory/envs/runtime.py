@@ -484,9 +484,18 @@ class Session:
         return dict(sorted(tables.items()))
 
     def reset(self) -> None:
-        """Back to the seed state (an in-memory restore, no file copies for sqlite)."""
+        """Back to the seed state (an in-memory restore, no file copies for sqlite). When tool code left the
+        process unable to restore it (it closed or broke its connection), a new process starts from the seed."""
         with self.lock:
-            self._simple(("reset",), "reset")
+            try:
+                self._simple(("reset",), "reset")
+            except RuntimeError:
+                if self.closed:
+                    raise
+                self.journal.clear()
+                self._discard()
+                if self.proc is None:
+                    raise
             self.journal.clear()
             self.pristine = True
             self._last = None

@@ -476,10 +476,12 @@ def _load_seed(conn, seed: bytes) -> None:
 
     Temp triggers on main's tables (ours, and any tool code made) are dropped before main is replaced: sqlite
     (3.40) leaves them pointing at the freed tables after a deserialize, so they stop firing (a snapshot then
-    misses what the session wrote) and dropping one afterwards crashes the process."""
-    triggers = conn.execute("SELECT name FROM sqlite_temp_master WHERE type = 'trigger'").fetchall()
-    for (name,) in triggers:
-        conn.execute('DROP TRIGGER temp."{}"'.format(name.replace('"', '""')))
+    misses what the session wrote) and dropping one afterwards crashes the process. What else tool code made
+    in temp (tables, views, their rows) goes too: it committed them, so no rollback would undo them."""
+    made = conn.execute("SELECT type, name FROM sqlite_temp_master WHERE type IN ('trigger', 'view', 'table')")
+    for kind, name in sorted(made.fetchall(), key=lambda row: ("trigger", "view", "table").index(row[0])):
+        if kind != "table" or name not in (DIRTY, EPOCH):
+            conn.execute('DROP {} IF EXISTS temp."{}"'.format(kind.upper(), name.replace('"', '""')))
     conn.deserialize(seed)
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {DIRTY} (name TEXT PRIMARY KEY) WITHOUT ROWID")
@@ -519,6 +521,7 @@ class Session:
         self.own_transaction = True  # the open transaction is the one that began at the seed
         if self.conn is not None:
             self.schema_version = self.seed_schema = _schema_version(self.conn)
+            self.seed_temp_schema = _schema_version(self.conn, "temp")
         else:
             self.reset()
 
@@ -527,12 +530,14 @@ class Session:
             conn = self.conn
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            _restore_settings(conn)
             if not (self.own_transaction and conn.execute(f"SELECT 1 FROM temp.{EPOCH} LIMIT 1").fetchone() is None):
                 _load_seed(conn, self.env.seed)  # tool code ended the session's transaction: the whole image
             else:
                 _begin(conn)
             self.own_transaction = True
             self.schema_version = _schema_version(conn)
+            self.seed_temp_schema = _schema_version(conn, "temp")  # (the seed reload rebuilt our triggers)
             return
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
@@ -552,9 +557,10 @@ class Session:
     def written_tables(self) -> set | None:
         """Tables written since the reset (a superset); None when the schema changed (a dropped table takes
         its trigger with it, so then every table counts)."""
-        if _schema_version(self.conn) != self.seed_schema:
-            return None
-        return {r[0] for r in self.conn.execute(f"SELECT name FROM temp.{DIRTY}")}
+        conn = self.conn
+        if _schema_version(conn) != self.seed_schema or _schema_version(conn, "temp") != self.seed_temp_schema:
+            return None  # (tool code that dropped our triggers changed the temp schema: its writes went unmarked)
+        return {r[0] for r in conn.execute(f"SELECT name FROM temp.{DIRTY}")}
 
 
 def _error(code: str, message: str, env_error: bool = False) -> list:
@@ -583,8 +589,33 @@ def _exception_result(e: BaseException) -> list:
     return _error("tool_exception", f"{type(e).__name__}: {msg}"[:2000])
 
 
-def _schema_version(conn) -> int:
-    return conn.execute("PRAGMA schema_version").fetchone()[0]
+def _schema_version(conn, schema: str = "main") -> int:
+    return conn.execute(f"PRAGMA {schema}.schema_version").fetchone()[0]
+
+
+# Connection settings tool code can change that outlive a rollback; a reset puts back the seed's (sqlite defaults).
+_SETTINGS = tuple(
+    f"PRAGMA {name} = OFF"
+    for name in (
+        "query_only",  # left on, it would refuse the reset's own writes (and every later call's)
+        "case_sensitive_like",
+        "recursive_triggers",
+        "ignore_check_constraints",
+        "reverse_unordered_selects",
+        "writable_schema",
+        "legacy_alter_table",
+        "defer_foreign_keys",
+    )
+)
+
+
+def _restore_settings(conn) -> None:
+    """The connection as a new session gets it (no transaction is open)."""
+    conn.row_factory = None
+    conn.text_factory = str
+    conn.isolation_level = None
+    for statement in _SETTINGS:
+        conn.execute(statement)
 
 
 def _arm(timeout_s: float, cpu_s: float) -> None:

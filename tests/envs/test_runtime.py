@@ -296,6 +296,42 @@ def rebuild_orders(state):
     return "rebuilt"
 
 
+def lock_read_only(state):
+    state.execute("PRAGMA query_only = ON")
+    return "read-only now"
+
+
+def like_case_on(state):
+    state.execute("PRAGMA case_sensitive_like = ON")
+    state.row_factory = lambda cursor, row: "not a tuple"
+    return "case-sensitive LIKE"
+
+
+def like_probe(state):
+    return state.execute("SELECT 'ABC' LIKE 'abc'").fetchone()[0]
+
+
+def commit_scratch(state):
+    state.execute("CREATE TEMP TABLE scratch (x)")
+    state.execute("INSERT INTO scratch VALUES (42)")
+    state.execute("CREATE TEMP VIEW scratch_view AS SELECT x FROM scratch")
+    state.execute("COMMIT")
+    state.execute("BEGIN")
+    return "committed a temp table"
+
+
+def scratch_rows(state):
+    names = [r[0] for r in state.execute("SELECT name FROM sqlite_temp_master WHERE name LIKE 'scratch%'")]
+    return {"objects": sorted(names)}
+
+
+def untrack_and_write(state):
+    for (name,) in state.execute("SELECT name FROM sqlite_temp_master WHERE type = 'trigger'").fetchall():
+        state.execute(f'DROP TRIGGER temp."{name}"')
+    state.execute("INSERT INTO orders (customer_id, amount, status) VALUES (2, 77, 'open')")
+    return "wrote untracked"
+
+
 def odd_json(state):
     nested = []
     for _ in range(500):
@@ -310,8 +346,10 @@ def sneaky(pool, tmp_path_factory):
     bundle = make_bundle("shop", tmp_path_factory.mktemp("sneaky"))
     spec = json.loads((bundle / "env.json").read_text())
     names = ["peek_and_write", "peek_then_fail", "alter_then_fail", "begin_and_leave", "begin_then_fail", "odd_json"]
+    names += ["lock_read_only", "like_case_on", "like_probe", "scratch_rows"]
     spec["tools"] += [{"name": n, "description": n, "mutates": False} for n in [*names, "write_and_commit"]]
-    spec["tools"] += [{"name": n, "description": n} for n in ["write_commit_begin", "rebuild_orders"]]
+    writers = ["write_commit_begin", "rebuild_orders", "commit_scratch", "untrack_and_write"]
+    spec["tools"] += [{"name": n, "description": n} for n in writers]
     (bundle / "env.json").write_text(json.dumps(spec))
     (bundle / "tools.py").write_text((bundle / "tools.py").read_text() + SNEAKY_TOOLS)
     with Environment.open(bundle, pool=pool) as env:
@@ -355,6 +393,34 @@ def test_reset_restores_the_seed_whatever_a_tool_did_to_the_transaction(sneaky, 
             s.reset()
             assert s.call("create_order", {"customer_id": 1, "amount": 3}).ok
             assert s.snapshot().tables == expected
+
+
+def test_a_reset_session_behaves_as_a_new_one_whatever_tool_code_set_on_its_connection(sneaky):
+    """Connection settings outlive a rollback: a reset puts back the seed's, and tool code that committed temp
+    tables or views finds them gone (a snapshot shows no temp table, so they would leak into the next episode)."""
+    with sneaky.session() as s:
+        assert s.call("like_probe").value == 1
+        assert s.call("commit_scratch").ok
+        assert s.call("scratch_rows").value == {"objects": ["scratch", "scratch_view"]}
+        assert s.call("like_case_on").ok and s.call("like_probe").value == "n"  # its own row factory, until the reset
+        assert s.call("lock_read_only").ok
+        assert not s.call("create_order", {"customer_id": 1, "amount": 3}).ok  # query_only refuses the write
+        s.reset()
+        assert s.call("like_probe").value == 1
+        assert s.call("scratch_rows").value == {"objects": []}
+        assert s.call("create_order", {"customer_id": 1, "amount": 3}).value["id"] == 4
+        assert [o["amount"] for o in s.snapshot().tables["orders"]] == [10, 25, 5, 3]
+
+
+def test_writes_of_tool_code_that_dropped_the_tracking_triggers_still_show(sneaky):
+    with sneaky.session() as s:
+        assert s.call("untrack_and_write").ok
+        assert s.call("create_order", {"customer_id": 1, "amount": 3}).ok
+        assert [o["amount"] for o in s.snapshot().tables["orders"]] == [10, 25, 5, 77, 3]
+        s.reset()
+        assert s.snapshot().tables == sneaky.seed_state().tables
+        assert s.call("create_order", {"customer_id": 1, "amount": 3}).ok  # tracked again after the reset
+        assert [o["amount"] for o in s.snapshot().tables["orders"]] == [10, 25, 5, 3]
 
 
 def test_read_calls_are_not_journaled(sneaky):
