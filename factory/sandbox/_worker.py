@@ -564,8 +564,9 @@ class Session:
 
 
 def _error(code: str, message: str, env_error: bool = False) -> list:
-    """A failed call's reply; its text made Unicode (tool code may raise with a lone surrogate in the message)."""
-    return ["error", _unicode(code), _unicode(message), env_error]
+    """A failed call's reply; its text capped (as the parent keeps it) and made Unicode (tool code may raise with
+    a lone surrogate in the message)."""
+    return ["error", _unicode(code[:100]), _unicode(message[:2000]), env_error]
 
 
 def _unicode(text: str) -> str:
@@ -581,12 +582,15 @@ def _exception_result(e: BaseException) -> list:
         return _error("resource_limit", "the call ran out of its memory limit", True)
     if isinstance(e, RecursionError):
         return _error("tool_exception", "RecursionError: maximum recursion depth exceeded")
-    msg = str(e)
+    try:
+        msg = str(e)
+    except Exception:  # tool code's exception whose __str__ raises (or returns no str)
+        msg = "(its message could not be read)"
     if isinstance(e, OSError) and e.errno == 27:  # EFBIG from RLIMIT_FSIZE
         return _error("resource_limit", f"file size limit: {msg}", True)
     if isinstance(e, OSError) and e.errno == 11:  # EAGAIN from fork under RLIMIT_NPROC
         return _error("resource_limit", f"process limit: {msg}", True)
-    return _error("tool_exception", f"{type(e).__name__}: {msg}"[:2000])
+    return _error("tool_exception", f"{type(e).__name__}: {msg}")
 
 
 def _schema_version(conn, schema: str = "main") -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -31,6 +32,7 @@ from factory.sandbox.worker import (
     Worker,
     WorkerCrashed,
     WorkerTimeout,
+    unicode_text,
 )
 
 log = logging.getLogger(__name__)
@@ -265,16 +267,25 @@ def _exchange_fn(
             with contextlib.suppress(WorkerCrashed):
                 worker.send(["reply", answer])
         elif kind == "fn_result" and outcome is None:
-            outcome = ToolResult(ok=True, value=msg[1] if len(msg) > 1 else None)
+            outcome = _function_result(msg[1] if len(msg) > 1 else None)
         elif kind == "fn_error" and outcome is None and len(msg) == 3:
-            code = str(msg[1])
-            outcome = _fail(code, str(msg[2]), code in ("timeout", "resource_limit"))
+            code = unicode_text(str(msg[1]))[:100]
+            outcome = _fail(code, unicode_text(str(msg[2]))[:2000], code in ("timeout", "resource_limit"))
         elif kind == "fn_exit":
             if outcome is None:
                 outcome = _fail("worker_crashed", f"the function's process ended with status {msg[1]}", True)
             return outcome
         elif outcome is None:
             outcome = _fail("exception", f"unexpected message from the function: {str(msg)[:200]}", False)
+
+
+def _function_result(value: Any) -> ToolResult:
+    """A function's value, unless it holds text that is not Unicode (a lone surrogate): no JSON holds that."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=True).encode()
+    except UnicodeEncodeError:
+        return _fail("exception", "the function's result holds text that is not Unicode (a lone surrogate)", False)
+    return ToolResult(ok=True, value=value)
 
 
 def _warn_once(report: dict[str, Any], runner: str) -> None:

@@ -97,6 +97,11 @@ def scrubbed_env(home: str) -> dict[str, str]:
     }
 
 
+def unicode_text(text: str) -> str:
+    """`text` as valid Unicode: a lone surrogate (which sandboxed code can put in any string) becomes "?"."""
+    return text if text.isascii() else text.encode("utf-8", "replace").decode()
+
+
 def worker_uid() -> int:
     """A uid no one else uses (a worker's, or one environment's in one host), so RLIMIT_NPROC counts its processes
     only and no other's files or processes are its own."""

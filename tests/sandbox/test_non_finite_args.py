@@ -35,6 +35,16 @@ def rename(state, product_id, name):
 
 def complain(state, product_id):
     raise ValueError("no product named " + chr(0xD800) + "x")
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no str")
+
+def unprintable(state, product_id):
+    raise Unprintable()
+
+def long_error(state, product_id):
+    return {"error": {"code": "conflict" * 50, "message": "é" * 10_000_000}}
 """
 
 
@@ -93,10 +103,13 @@ def price_bundle(root: Path) -> Path:
                 },
                 mutates=True,
             ),
-            ToolSpec(
-                name="complain",
-                description="fail with a message that is not Unicode",
-                parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}, "required": []},
+            *(
+                ToolSpec(
+                    name=name,
+                    description=f"fail: {name}",
+                    parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}, "required": []},
+                )
+                for name in ("complain", "unprintable", "long_error")
             ),
         ],
     )
@@ -110,11 +123,16 @@ def price_bundle(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def prices(tmp_path_factory):
+def pool():
     pool = SandboxPool(size=1, limits=Limits(timeout_s=2.0, cpu_s=2, memory_bytes=1 << 30, grace_s=0.5))
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="module")
+def prices(pool, tmp_path_factory):
     with Environment.open(price_bundle(tmp_path_factory.mktemp("b")), pool=pool) as env:
         yield env
-    pool.close()
 
 
 @pytest.mark.parametrize("literal", NON_FINITE)
@@ -155,6 +173,30 @@ def test_an_error_message_holding_a_lone_surrogate_arrives_as_unicode(prices):
         assert not r.ok and r.error.code == "tool_exception"
         assert r.error.message == "ValueError: no product named ?x"
         r.error.message.encode()  # raises on a lone surrogate
+
+
+def test_tool_errors_whatever_their_text_are_the_tools_own(prices):
+    """An exception that cannot be printed, or an error text of 20 MB, is still the tool's failure (not a sandbox
+    crash that replaces the process), with text capped as the runtime keeps it."""
+    with prices.session() as s:
+        process = s.proc
+        unprintable = s.call("unprintable", {"product_id": 1})
+        assert unprintable.error.code == "tool_exception" and not unprintable.env_error, unprintable
+        assert unprintable.error.message == "Unprintable: (its message could not be read)"
+        long = s.call("long_error", {"product_id": 1})
+        assert not long.ok and not long.env_error and long.error.code.startswith("conflict"), long.error.code
+        assert len(long.error.code) <= 100 and long.error.message == "é" * 2000
+        assert s.proc is process  # no process was replaced
+
+
+def test_a_function_result_or_error_holding_a_lone_surrogate_never_comes_back_as_text(pool):
+    """Verifiers and task programs run as forked functions: their values reach JSON artifacts and clients."""
+    result = pool.run_function("def f():\n    return {'k': 'v' + chr(0xD800)}\n", "f", {})
+    assert not result.ok and "not Unicode" in result.error.message, result
+    failed = pool.run_function("def f():\n    raise ValueError('bad ' + chr(0xD800))\n", "f", {})
+    assert not failed.ok and failed.error.message == "ValueError: bad ?", failed.error
+    fine = pool.run_function("def f():\n    return {'k': 'ünï \U0001f600'}\n", "f", {})
+    assert fine.ok and fine.value == {"k": "ünï \U0001f600"}
 
 
 def test_cli_call_refuses_infinity(tmp_path):
