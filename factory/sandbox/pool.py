@@ -285,6 +285,8 @@ def _function_result(value: Any) -> ToolResult:
         json.dumps(value, ensure_ascii=False, allow_nan=True).encode()
     except UnicodeEncodeError:
         return _fail("exception", "the function's result holds text that is not Unicode (a lone surrogate)", False)
+    except (RecursionError, ValueError):  # nested deeper than the check reaches: the value as it came
+        pass
     return ToolResult(ok=True, value=value)
 
 
