@@ -265,7 +265,7 @@ def _settle(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
         future.set_result(outcome)
 
 
-async def _reply(session: Session, ex: Exchange) -> ToolResult | None:
+async def _await_reply(session: Session, ex: Exchange) -> ToolResult | None:
     """The exchange's result once its reply arrives; None when it failed or ran past its time."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[ToolResult | None] = loop.create_future()
@@ -322,7 +322,7 @@ class _EnvSession:
             if ex is None:
                 return await self._threads.run(session.run, call)
             try:
-                result = await _reply(session, ex)
+                result = await _await_reply(session, ex)
             except BaseException:  # cancelled: nobody waits for the reply, so the exchange is ended in a thread
                 if not ex.ended:  # (unless its reply came just before)
                     self._threads.submit(session.abandon, ex)

@@ -487,16 +487,15 @@ class Session:
         """Back to the seed state (an in-memory restore, no file copies for sqlite). When tool code left the
         process unable to restore it (it closed or broke its connection), a new process starts from the seed."""
         with self.lock:
+            self.journal.clear()  # (so a process rebuilt on the way starts from the seed, with nothing to replay)
             try:
                 self._simple(("reset",), "reset")
             except RuntimeError:
                 if self.closed:
                     raise
-                self.journal.clear()
                 self._discard()
                 if self.proc is None:
                     raise
-            self.journal.clear()
             self.pristine = True
             self._last = None
 
