@@ -43,9 +43,10 @@ from factory.models import (
     ToolReport,
     ToolSpec,
 )
-from factory.naming import singular, slugify
+from factory.naming import singular, slugify, split_words
 from factory.pipeline.code_versions import cached_code_version
 from factory.store import atomic_dir, hash_file, hash_value, write_json_atomic, write_text_atomic
+from factory.verify.state import ColumnFilter
 
 CHECKPOINT_SUFFIX = "_step4_checkpoint.json"
 GENERATOR = "import:agent-world"
@@ -233,7 +234,14 @@ def infers_mutation(name: str, source: str) -> bool:
     try:
         return _writes_state(ast.parse(source), function_name(name))
     except SyntaxError:
-        return re.split(r"[^a-z]", name.lower())[0] in WRITE_VERBS
+        return name_verb(name) in WRITE_VERBS
+
+
+def name_verb(name: str) -> str:
+    """The verb a tool name leads with, in any casing: `searchIssues` -> search, `slack_add_reaction` -> add
+    (a namespace word first is skipped); the first word when none is a known verb."""
+    words = split_words(name)
+    return next((w for w in words if w in WRITE_VERBS or w in _READ_VERBS), words[0] if words else "")
 
 
 def _parameters(schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -341,7 +349,8 @@ def _norm(s: str) -> str:
 KEY_FIELD = "__key__"  # where a record of a keyed collection carries its key (the sandbox snapshot names it too)
 _QUERY_PARAM = re.compile(r"^(q|query|search|search_query|keywords?|term|text|phrase)$")
 _CREDENTIAL_PARAM = re.compile(r"(api_?key|token|secret|password|passwd|credential|auth)", re.I)
-_MESSAGE_PARAM = re.compile(r"(message|content|body|comment|note|reason|description|prompt|summary)s?$")
+# Parameters whose value is prose the caller words (a note, a cancel reason), not a value the data holds.
+FREE_TEXT_PARAM = re.compile(r"(message|content|body|comment|note|reason|description|prompt|summary)s?$")
 
 
 def collection_records(collections: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -410,6 +419,8 @@ def _lookup(param: str, record: dict[str, Any], table: str | None = None) -> Any
     want = _norm(param)
     if want in by_norm:
         return by_norm[want]
+    if not want.endswith(("id", "name")) and want + "name" in by_norm:  # `collection` -> its `collection_name`
+        return by_norm[want + "name"]
     if want.endswith("id") and (table is None or _owner(param, table)):
         return by_norm.get("id", by_norm.get(_norm(KEY_FIELD)))
     thing, _, field = param.rpartition("_")
@@ -480,6 +491,18 @@ def _credential(param: str, records: list[tuple[str, dict[str, Any]]]) -> str | 
     return min(found, key=lambda f: f[0])[1] if found else None
 
 
+def _record_object(param: str, schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """An object argument from ONE record that holds every property the schema requires (a record of the
+    collection named for the parameter first: a `tuple` of `authz_tuples.json`); `{}` when none does."""
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    need = [p for p in schema.get("required", []) if p in props]
+    for _, r in sorted(records, key=lambda tr: not _owner(param, tr[0])):
+        got = {k: r[k] for k in props if k in r and isinstance(props[k], dict) and _fits(r[k], props[k])}
+        if got and all(k in got for k in need):
+            return got
+    return {}
+
+
 def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]], table: str | None) -> Any:
     """A value for a parameter the data does not hold: free text, a credential, an array, a format."""
     t = schema.get("type")
@@ -497,7 +520,7 @@ def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict
             one = _plausible(singular(param), items, records, table) if items.get("type") else None
         return [one] if one is not None else []
     if t == "object":
-        return {}
+        return _record_object(param, schema, records)
     if t == "boolean":
         return False
     if t not in (None, "string"):
@@ -518,15 +541,32 @@ def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict
         return "Passw0rd!2025" if "pass" in param.lower() else f"test-{slugify(param, fallback='key')}-0001"
     if _QUERY_PARAM.match(param):
         return _first_word(records, table) or _first_word(records, None) or "test"
-    if _MESSAGE_PARAM.search(param):
+    if FREE_TEXT_PARAM.search(param):
         return "Checked by the import: a plain sentence of text."
     return None
 
 
-def _field_value(param: str, schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]]) -> Any:
-    """The first value of the data's field named like the parameter (a reaction's `name`, a `status`)."""
+def _field_value(
+    param: str, schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]], words: tuple[str, ...] = ()
+) -> Any:
+    """The first value of the data's field named like the parameter (a reaction's `name`, a `status`), else of
+    a field that qualifies its name, one qualified by a word of the tool's name first (`type` of generate_chart
+    -> a `chart_type`, before a `content_type`)."""
     want = _norm(param)
-    return next((v for _, r in records if (v := _scalars(r).get(want)) is not None and _fits(v, schema)), None)
+    found = next((v for _, r in records if (v := _scalars(r).get(want)) is not None and _fits(v, schema)), None)
+    if found is not None:
+        return found
+    suffix = "_" + param.lower()
+    qualified = [
+        (k.lower()[: -len(suffix)] not in words, v)
+        for _, r in records
+        for k, v in r.items()
+        if k.lower().endswith(suffix)
+        and isinstance(v, str | int | float)
+        and not isinstance(v, bool)
+        and _fits(v, schema)
+    ]
+    return min(qualified, key=lambda q: q[0])[1] if qualified else None
 
 
 def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) -> list[dict[str, Any]]:
@@ -557,7 +597,7 @@ def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) 
                 if value is None:
                     value = _plausible(p, props[p], records, home)
                 if value is None:
-                    value = _field_value(p, props[p], records)
+                    value = _field_value(p, props[p], records, tuple(split_words(tool.name)))
                 if value is not None:
                     args[p] = value
         if all(p in args for p in required) and args not in out:
@@ -788,6 +828,11 @@ class Probe(Model):
     appended_only: bool = True  # every changed collection only gained records
 
 
+def _compared(tables: dict[str, list[Any]], cols: ColumnFilter) -> dict[str, list[Any]]:
+    """Rows as a comparison sees them: a read that only stamps `last_used_at` changed nothing."""
+    return {t: [cols.row(t, r) if isinstance(r, dict) else r for r in rows] for t, rows in tables.items()}
+
+
 def _changes(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> tuple[list[str], bool]:
     changed = sorted(t for t in set(before) | set(after) if before.get(t) != after.get(t))
     appended = all(
@@ -801,12 +846,16 @@ def _changes(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> tuple
     return changed, appended
 
 
-def probe_tools(bundle: Path, cases: dict[str, list[dict[str, Any]]]) -> dict[str, Probe]:
+def probe_tools(
+    bundle: Path, cases: dict[str, list[dict[str, Any]]], bookkeeping: list[str] | None = None
+) -> dict[str, Probe]:
     """Each tool called on its candidate arguments, each in a fresh session, until one call succeeds; the
-    state before and after shows what it changed. A tool whose bundle cannot load gets no probe."""
+    state before and after, less the `bookkeeping` fields, shows what it changed. A tool whose bundle cannot
+    load gets no probe."""
     from factory.envs.runtime import Environment, EnvironmentLoadError
 
     out: dict[str, Probe] = {}
+    cols = ColumnFilter(bookkeeping or ())
     try:
         with Environment.open(bundle) as env:
             for name, candidates in cases.items():
@@ -815,7 +864,7 @@ def probe_tools(bundle: Path, cases: dict[str, list[dict[str, Any]]]) -> dict[st
                         before = s.snapshot().tables
                         r = s.call(name, args)
                         after = s.snapshot().tables
-                    changed, appended = _changes(before, after)
+                    changed, appended = _changes(_compared(before, cols), _compared(after, cols))
                     out[name] = Probe(
                         args=args,
                         code=r.error.code if r.error is not None else None,
@@ -840,7 +889,7 @@ def mutation_by_effect(tool: ToolSpec, probe: Probe | None, bookkeeping: list[st
         return tool.mutates, []
     ignored = {b[:-2] for b in bookkeeping if b.endswith(".*")}
     real = [t for t in probe.changed if t not in ignored]
-    verb = re.split(r"[^a-z]", tool.name.lower())[0]
+    verb = name_verb(tool.name)
     if real and probe.appended_only and verb not in WRITE_VERBS and not tool.mutates:
         return False, real
     if real and probe.appended_only and verb not in WRITE_VERBS and _reads_by_name(tool.name):
@@ -877,7 +926,7 @@ _READ_VERBS = {
 
 
 def _reads_by_name(name: str) -> bool:
-    return re.split(r"[^a-z]", name.lower())[0] in _READ_VERBS
+    return name_verb(name) in _READ_VERBS
 
 
 def _expectations(tools: list[ToolSpec], probes: dict[str, Probe]) -> list[TestCase]:
@@ -966,7 +1015,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
             shutil.copyfile(readme, tmp / "README.md")
         write_json_atomic(tmp / ENV_JSON, spec)
         write_text_atomic(tmp / TOOLS_PY, render_tools(env_dir.name, title, tools, sources, clock_instant(collections)))
-        probes = probe_tools(tmp, cases)
+        probes = probe_tools(tmp, cases, bookkeeping)
         judged: list[ToolSpec] = []
         for t in tools:
             mutates, logs = mutation_by_effect(t, probes.get(t.name), bookkeeping)
@@ -1000,7 +1049,9 @@ def _explain(report: GateReport, tools: list[ToolSpec], problems: dict[str, str]
             else:
                 by_tool[t.name] = ToolReport(cases=0, passed=0, accuracy=0.0, kept=False, failures=[problems[t.name]])
         elif tr is None:
-            reasons.append(f"{t.name}: dropped, no test case (no record of the data fills its required arguments)")
+            why = "no test case (no record of the data fills its required arguments)"
+            reasons.append(f"{t.name}: dropped, {why}")
+            by_tool[t.name] = ToolReport(cases=0, passed=0, accuracy=0.0, kept=False, failures=[why])
         elif not tr.kept:
             first = f"; first failure: {tr.failures[0]}" if tr.failures else ""
             reasons.append(f"{t.name}: dropped, {tr.passed}/{tr.cases} tests passed{first}")

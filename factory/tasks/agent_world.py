@@ -33,12 +33,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.envs.bundle import Bundle
-from factory.envs.importers import CHECKPOINT_SUFFIX, function_name, sampling_records
+from factory.envs.importers import CHECKPOINT_SUFFIX, FREE_TEXT_PARAM, function_name, sampling_records
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
 from factory.tasks.end_state import end_state_check
-from factory.tasks.filter import Solver
+from factory.tasks.filter import Solver, is_prose
 from factory.tasks.programs.verifier import competitors
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
@@ -164,11 +164,39 @@ def _record_lists(initial: dict[str, list[Any]], final: dict[str, list[Any]]) ->
     return out
 
 
+def solver_worded(spec: EnvSpec, chain: list[ToolCall], question: str) -> list[str]:
+    """Prose the chain's writes pass in free-text parameters (a cancel `reason`, a `note`) that the question
+    does not state: a solver words its own, so no check may hold it to the release's words."""
+    writes = {t.name for t in spec.tools if t.mutates}
+    return [
+        v
+        for c in chain
+        if c.tool in writes
+        for name, v in c.args.items()
+        if FREE_TEXT_PARAM.search(name) and is_prose(v) and not answer_contains(question, v)
+    ]
+
+
+def worded_fields(diff: StateDiff, texts: list[str]) -> list[str]:
+    """`table.field` of the rows a chain wrote whose value carries one of `texts` (a reason kept as
+    `error_message`)."""
+    out: set[str] = set()
+    for table, d in diff.tables.items():
+        for row in [*d.added, *(c.after for c in d.changed)]:
+            out |= {f"{table}.{f}" for f, v in row.items() if isinstance(v, str) and any(t in v for t in texts)}
+    return sorted(out)
+
+
 def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: SessionFactory, origin: str) -> Task:
-    """A released question as a Task; its rubric comes from replaying the verified chain once."""
+    """A released question as a Task; its rubric comes from replaying the verified chain once. Fields that
+    hold prose the solver words are left out of its state checks, as bookkeeping is."""
     chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
     replay = replay_calls(session_factory, chain)
     diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
+    worded = worded_fields(diff, solver_worded(spec, chain, q.task))
+    if worded:
+        spec = spec.model_copy(update={"bookkeeping": [*spec.bookkeeping, *worded]})
+        diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
     produced = [leaf for r in replay.results if r.ok for leaf in _leaves(r.value)]
     produced += [leaf for c in chain for leaf in _leaves(c.args)]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
@@ -176,7 +204,8 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
     answers = answer_checks(reference, produced, q.grading_rubric.success_criteria, q.task, rows)
     rubric = [*state_checks(diff, spec.bookkeeping), *answers, end_state_check(spec, replay.initial, replay.final)]
     mutating = {t.name for t in spec.tools if t.mutates}
-    mutates = any(c.tool in mutating for c in chain)
+    # by effect as well: a read that refreshes a cache on this chain's arguments writes (the end state shows it)
+    mutates = any(c.tool in mutating for c in chain) or bool(diff.tables)
     return Task(
         id="",
         env_id=spec.id,

@@ -120,11 +120,27 @@ def _computed(leaf: Any, numbers_free: bool, templates: list[re.Pattern[str]]) -
     return isinstance(leaf, str) and any(t.fullmatch(leaf) for t in templates)
 
 
+def is_prose(leaf: Any) -> bool:
+    """Text of three words or more: a sentence someone worded, not an id, a name or a code."""
+    return isinstance(leaf, str) and len(leaf.split()) >= 3
+
+
+def checked_values(task: Task) -> set[tuple[str, Any]]:
+    """Every value a rubric task's checks hold a run to (fields, rows, answers, the end state's changes)."""
+    return {k for c in task.rubric for leaf in json_leaves([c.value, c.where]) if (k := _key(leaf)) is not None}
+
+
 def ungrounded_writes(
-    spec: EnvSpec, question: str, calls: list[ToolCall], results: list[ToolResult], numbers_free: bool = False
+    spec: EnvSpec,
+    question: str,
+    calls: list[ToolCall],
+    results: list[ToolResult],
+    numbers_free: bool = False,
+    checked: set[tuple[str, Any]] | None = None,
 ) -> list[str]:
     """Values of write calls that neither the question, an earlier output nor a schema default supplies; with
-    `numbers_free` (program tasks) numbers and dates are the program's to compute."""
+    `numbers_free` (program tasks) numbers and dates are the program's to compute. Given the `checked` values
+    of the rubric, prose it does not check (a cancel reason in the solver's own words) is the solver's to write."""
     seen: set[tuple[str, Any]] = set()
     problems: list[str] = []
     templates = _templates(question)
@@ -141,6 +157,8 @@ def ungrounded_writes(
                     if answer_contains(question, leaf) or (name in defaults and _key(defaults[name]) == k):
                         continue
                     if _computed(leaf, numbers_free, templates):
+                        continue
+                    if checked is not None and is_prose(leaf) and k not in checked:
                         continue
                     problems.append(
                         f"call {i + 1} {call.tool}: {name}={leaf!r} is in neither the question nor an output"
@@ -198,7 +216,12 @@ def filter_task(
     reasons = [
         f"ungrounded_write: {p}"
         for p in ungrounded_writes(
-            spec, task.question, gold.trajectory.tool_calls, gold.replay.results, numbers_free=task.kind == "program"
+            spec,
+            task.question,
+            gold.trajectory.tool_calls,
+            gold.replay.results,
+            numbers_free=task.kind == "program",
+            checked=checked_values(task) if task.verifier is None else None,
         )
     ]
     initial, final = gold.replay.initial, gold.replay.final

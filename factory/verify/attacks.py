@@ -162,10 +162,13 @@ class _Case:
         self.keys = self.spec.primary_keys()
         self.tools = {t.name: t for t in self.spec.tools}
         self.entity_tables = {e.name: e.table for e in self.spec.entities}
+        # what the task's own end-state check ignores besides the environment's bookkeeping (prose the solver words)
+        ignored = [str(p) for c in task.rubric if c.kind == "end_state" for p in (c.value or {}).get("ignore", [])]
+        self.bookkeeping = [*self.spec.bookkeeping, *(p for p in ignored if p not in self.spec.bookkeeping)]
 
     def hash(self, state: Snapshot) -> str:
         """The state's canonical hash (bookkeeping and clock columns ignored)."""
-        return canonical_state_hash(state, self.spec.bookkeeping)
+        return canonical_state_hash(state, self.bookkeeping)
 
     @cached_property
     def gold_hash(self) -> str:
@@ -173,7 +176,7 @@ class _Case:
 
     @cached_property
     def diff(self) -> StateDiff:
-        return state_diff(self.initial, self.final, self.spec.bookkeeping, keys=self.keys)
+        return state_diff(self.initial, self.final, self.bookkeeping, keys=self.keys)
 
     def mutates(self, tool: str) -> bool:
         spec = self.tools.get(tool)
@@ -769,7 +772,7 @@ def _every_mutator(case: _Case) -> list[Probe] | str:
 
 def _state_mutants(case: _Case) -> list[Probe] | str:
     probes = []
-    for m in build_mutants(case.initial, case.final, case.diff, case.spec.bookkeeping, case.keys):
+    for m in build_mutants(case.initial, case.final, case.diff, case.bookkeeping, case.keys):
         state = Snapshot.model_construct(tables=m.tables)
         if case.hash(state) != case.gold_hash:
             probes.append(

@@ -16,7 +16,10 @@ from factory.cli import app
 from factory.envs.bundle import Bundle
 from factory.envs.importers import clock_instant, import_agent_world
 from factory.envs.runtime import Environment
+from factory.models import ToolCall
 from factory.tasks.agent_world import import_agent_world_tasks, load_questions, questions_path
+from factory.tasks.filter import judge
+from factory.verify.scoring import environment_session_factory, replay_calls
 
 MIX = Path(__file__).resolve().parents[1] / "fixtures" / "agent_world" / "environment_mix"
 DESK = MIX / "0904003"
@@ -102,13 +105,13 @@ def test_cli_imports_a_whole_mix_with_a_summary(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["import", "agent-world", str(MIX), "--out", str(out)])
     assert r.exit_code == 0, r.output
     lines = {line.split()[0]: line for line in r.output.splitlines() if line[:1].isdigit()}
-    assert set(lines) == {"0731001", "0822002", "0904003", "1015004", "1120005"}
+    assert set(lines) == {"0731001", "0822002", "0904003", "1015004", "1120005", "1203006"}
     # rate_recipe's released code raises NameError: the gate drops it, and its question fails on the release's
     # data (the release's own code fails it too), not because of our import
     assert "4/6" in lines["0822002"] and "chain_fails_on_release_data 1" in lines["0822002"]
     assert "chain_fails_on_release_data 1" in lines["0904003"]
     assert "import_error" not in r.output
-    assert "kept: 5/5 environments" in r.output
+    assert "kept: 6/6 environments" in r.output
     saved = json.loads((out / "0904003.questions.json").read_text())
     assert saved["generated"] == 5 and (out / "0904003.tasks.parquet").is_file()
     assert not (out / "0904003" / "tasks.parquet").exists()  # the bundle stays as its tasks' lineage names it
@@ -245,3 +248,65 @@ def test_every_chain_the_release_replays_ours_replays(tmp_path: Path) -> None:
         questions = [q.task for q in load_questions(questions_path(env_dir))]
         ours = [q not in failed for q in questions]
         assert all(o for t, o in zip(theirs, ours, strict=True) if t), env_dir.name
+
+
+# --- camelCase tools, stamped reads, a read that refreshes a cache, prose a solver words (1203006) -------------
+
+GATEWAY = MIX / "1203006"
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("aw-release") / "gateway"
+    assert import_agent_world(GATEWAY, out).kept
+    return out
+
+
+def test_camel_case_reads_that_log_and_stamp_the_key_stay_reads(gateway: Path) -> None:
+    spec = Bundle.open(gateway).spec
+    # every tool saves api_keys.json (last_used_at) and appends to request_logs.json
+    assert {t.name: t.mutates for t in spec.tools} == {
+        "searchFiles": False,
+        "getFileContents": False,
+        "listItems": False,
+        "cancelJob": True,
+        "listJobs": False,
+        "startJob": True,
+        "upsertFileTags": True,
+    }
+    assert "request_logs.*" in spec.bookkeeping and "api_keys.last_used_at" in spec.bookkeeping
+    # a `collection` parameter is filled from the records' `collection_name`: the tool gets a test and is kept
+    assert {c.tool: c.args for c in Bundle.open(gateway).tests()}["listItems"]["collection"] in (
+        "articles",
+        "customers",
+    )
+
+
+def _verdict(task, session_factory, calls: list[ToolCall], answer: str | None) -> list[str]:
+    replay = replay_calls(session_factory, calls)
+    verdict = judge(task, replay.initial, replay.final, answer, "all", None, None)
+    return [c.name for c in verdict.checks if not c.passed]
+
+
+def test_questions_judged_by_effect_and_prose_left_to_the_solver(gateway: Path) -> None:
+    result = import_agent_world_tasks(gateway, questions_path(GATEWAY))
+    assert result.generated == 4 and not result.dropped, [d.reason for d in result.dropped]
+    kept = {t.gold[-1].tool: t for t in result.tasks}
+    assert not kept["searchFiles"].mutates and not kept["listItems"].mutates
+    # fetching at a ref refreshes the index: the read-named tool wrote, so the task is judged by that effect
+    fetch = kept["getFileContents"]
+    assert fetch.mutates
+    assert ("file_index", "blob_sha", "9f8e7d6c") in [(c.table, c.field, c.value) for c in fetch.rubric]
+    cancel = kept["cancelJob"]
+    assert not any(c.field == "error_message" for c in cancel.rubric)
+    [end] = [c for c in cancel.rubric if c.kind == "end_state"]
+    assert "jobs.error_message" in end.value["ignore"]
+    env, session_factory = environment_session_factory(Bundle.open(gateway))
+    with env:
+        gold = list(cancel.gold)
+        assert _verdict(cancel, session_factory, gold, cancel.answer) == []
+        own_words = [*gold[:-1], gold[-1].model_copy(update={"args": {**gold[-1].args, "reason": "Stuck; stop it."}})]
+        assert _verdict(cancel, session_factory, own_words, cancel.answer) == []
+        assert _verdict(cancel, session_factory, gold[:-1], cancel.answer)  # nothing cancelled
+        other = gold[-1].model_copy(update={"args": {**gold[-1].args, "job_id": "hcs_job_3"}})
+        assert _verdict(cancel, session_factory, [*gold[:-1], other], cancel.answer)  # the queued job instead

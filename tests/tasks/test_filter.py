@@ -8,7 +8,7 @@ import pytest
 
 from factory.models import RubricCheck, Task, ToolCall, Trajectory
 from factory.tasks.end_state import end_state_check
-from factory.tasks.filter import filter_task, ungrounded_writes
+from factory.tasks.filter import checked_values, filter_task, ungrounded_writes
 from factory.tasks.synthesize import curate_tasks, task_id
 from factory.verify.scoring import SessionFactory
 from tests.builders import open_products
@@ -116,6 +116,28 @@ def test_a_value_that_fills_a_stated_template_or_a_program_date_is_grounded(shop
     dated = [ToolCall(tool="update_product", args={"product_id": product["id"], "name": "2026-02-03T10:00:00"})]
     assert ungrounded_writes(bundle.spec, f"Rename {product['id']}.", dated, results[:1], numbers_free=True) == []
     assert ungrounded_writes(bundle.spec, f"Rename {product['id']}.", dated, results[:1]) != []
+
+
+def test_prose_no_check_holds_is_the_solver_s_to_word(shop):
+    bundle, sessions, seed = shop
+    product = open_products(seed)[0]
+    prose = "Renamed after the spring catalog review."
+    calls = [
+        ToolCall(tool="get_product", args={"product_id": product["id"]}),
+        ToolCall(tool="update_product", args={"product_id": product["id"], "name": prose}),
+    ]
+    with sessions() as s:
+        results = [s.call(c.tool, c.args) for c in calls]
+    question = f"Rename {product['id']}."
+    task = Task(id="t", env_id="online-shop", kind="graph", question=question, gold=calls, mutates=True)
+    (problem,) = ungrounded_writes(bundle.spec, question, calls, results)  # no rubric given: held to grounding
+    assert "name=" in problem
+    assert ungrounded_writes(bundle.spec, question, calls, results, checked=checked_values(task)) == []
+    named = RubricCheck(kind="field_equals", table="products", where={"id": product["id"]}, field="name", value=prose)
+    checked = checked_values(task.model_copy(update={"rubric": [named]}))
+    assert ungrounded_writes(bundle.spec, question, calls, results, checked=checked) == [problem]  # a check needs it
+    short = [calls[0], ToolCall(tool="update_product", args={"product_id": product["id"], "name": "Kettle Pro"})]
+    assert ungrounded_writes(bundle.spec, question, short, results, checked=set()) != []  # a name, not prose
 
 
 def test_a_gold_that_fails_is_dropped(shop):
