@@ -40,6 +40,12 @@ def _real_inputs(quick: bool) -> dict[str, Any]:
     return run(quick)
 
 
+def _agent_world(quick: bool) -> dict[str, Any]:
+    from benchmarks.agent_world_release import run
+
+    return run(quick)
+
+
 def _evolve(quick: bool) -> dict[str, Any]:
     from benchmarks.evolve_bench import run
 
@@ -51,6 +57,7 @@ BENCHMARKS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "tasks": _tasks,
     "reward_integrity": _reward_integrity,
     "real_inputs": _real_inputs,
+    "agent_world": _agent_world,
     "evolve": _evolve,
 }
 

@@ -144,6 +144,20 @@ def test_real_inputs_quick_measures_each_input(tmp_path):
         assert set(row["tasks_kept"]) == {"graph", "program"}
 
 
+def test_agent_world_quick_measures_a_mix_the_release_s_way_and_ours(tmp_path, monkeypatch):
+    from benchmarks import agent_world_release
+
+    monkeypatch.delenv("AGENT_WORLD_MIX", raising=False)
+    assert main(["agent_world", "--quick", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "agent_world.json").read_text())
+    assert data["mix"] == str(agent_world_release.FIXTURE_MIX)
+    assert len(data["per_environment"]) == 2
+    for row in data["per_environment"].values():
+        assert row["kept"] and row["tools_declared"] >= row["tools_kept"] >= 1
+        assert row["questions"] >= row["release_replays"] >= row["ours_replays"] >= 0
+    assert sum(r["release_replays"] for r in data["per_environment"].values()) >= 1  # something to compare
+
+
 def test_evolve_quick_times_rollouts_and_both_rounds(tmp_path):
     from benchmarks import evolve_bench
 

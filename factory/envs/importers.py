@@ -43,7 +43,7 @@ from factory.models import (
     ToolReport,
     ToolSpec,
 )
-from factory.naming import singular, slugify, split_words
+from factory.naming import singular, slugify, snake_case, split_words
 from factory.pipeline.code_versions import cached_code_version
 from factory.store import atomic_dir, hash_file, hash_value, write_json_atomic, write_text_atomic
 from factory.verify.state import ColumnFilter
@@ -478,14 +478,15 @@ _SECRET_FIELDS = ("key", "token", "secret", "value")
 
 
 def _credential(param: str, records: list[tuple[str, dict[str, Any]]]) -> str | None:
-    """A credential the data holds for `param`: a field of that name, else the key of a record in the
-    collection named for it (`api_key` -> `api_keys.json`'s `key`); records marked revoked come last."""
+    """A credential the data holds for `param`: a field of that name, else the key (or, stored only hashed, the
+    id) of a record in the collection named for it (`api_key` -> `api_keys.json`'s `key`); records marked
+    revoked come last."""
     want = _norm(param)
     found: list[tuple[bool, str]] = []
     for table, r in records:
         by_norm = _scalars(r)
         owner = _norm(singular(table)) in want or want in _norm(table)
-        value = by_norm.get(want) or next((by_norm[f] for f in _SECRET_FIELDS if owner and f in by_norm), None)
+        value = by_norm.get(want) or next((by_norm[f] for f in (*_SECRET_FIELDS, "id") if owner and f in by_norm), None)
         if isinstance(value, str) and value:
             found.append((str(r.get("status", "")).lower() in _REVOKED, value))
     return min(found, key=lambda f: f[0])[1] if found else None
@@ -501,6 +502,13 @@ def _record_object(param: str, schema: dict[str, Any], records: list[tuple[str, 
         if got and all(k in got for k in need):
             return got
     return {}
+
+
+def _data_url(records: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """A web address the data holds (a session's `start_url`): a tool that looks its URL up finds it."""
+    return next(
+        (v for _, r in records for v in r.values() if isinstance(v, str) and re.match(r"https?://\S+$", v)), None
+    )
 
 
 def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]], table: str | None) -> Any:
@@ -526,22 +534,23 @@ def _plausible(param: str, schema: dict[str, Any], records: list[tuple[str, dict
     if t not in (None, "string"):
         return None
     fmt = schema.get("format", "")
-    if fmt == "email" or param.endswith("email"):
+    name = snake_case(param)  # the release writes `taskDescription`, `startUrl` as often as `task_description`
+    if fmt == "email" or name.endswith("email"):
         return "test.user@example.com"
-    if fmt in ("uri", "url") or param.endswith(("url", "uri")):
-        return "https://example.com/item"
-    if fmt == "date" or param.endswith("date"):
+    if fmt in ("uri", "url") or re.search(r"(url|uri)\d*$", name):
+        return _data_url(records) or "https://example.com/item"
+    if fmt == "date" or name.endswith("date"):
         return "2025-01-15"
     if fmt == "date-time":
         return "2025-01-15T09:00:00Z"
-    if _CREDENTIAL_PARAM.search(param):
+    if _CREDENTIAL_PARAM.search(name):
         found = _credential(param, records)
         if found is not None:
             return found
-        return "Passw0rd!2025" if "pass" in param.lower() else f"test-{slugify(param, fallback='key')}-0001"
-    if _QUERY_PARAM.match(param):
+        return "Passw0rd!2025" if "pass" in name else f"test-{slugify(param, fallback='key')}-0001"
+    if _QUERY_PARAM.match(name):
         return _first_word(records, table) or _first_word(records, None) or "test"
-    if FREE_TEXT_PARAM.search(param):
+    if FREE_TEXT_PARAM.search(name):
         return "Checked by the import: a plain sentence of text."
     return None
 
@@ -556,6 +565,11 @@ def _field_value(
     found = next((v for _, r in records if (v := _scalars(r).get(want)) is not None and _fits(v, schema)), None)
     if found is not None:
         return found
+    last = snake_case(param).rpartition("_")[2]
+    if last != snake_case(param):  # `sourceSelector` of a drag: a record's `selector`
+        found = next((v for _, r in records if (v := _scalars(r).get(last)) is not None and _fits(v, schema)), None)
+        if found is not None:
+            return found
     suffix = "_" + param.lower()
     qualified = [
         (k.lower()[: -len(suffix)] not in words, v)
@@ -582,6 +596,9 @@ def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) 
     records = sampling_records(collections)
     owned = [p for p in required if re.search(r"(_id|Id|_key)$", p)]
     home = next((t for p in owned for t in collections if _owner(p, t)), None)
+    if home is None:  # a bare `id`: the collection the tool's noun names (get_session -> sessions.json)
+        nouns = [w for w in reversed(split_words(tool.name)) if w not in WRITE_VERBS and w not in _READ_VERBS]
+        home = next((t for w in nouns for t in collections if _owner(f"{w}_id", t)), None)
     records.sort(key=lambda tr: tr[0] != home)
     scored: list[tuple[int, int, dict[str, Any]]] = []
     for i, (table, record) in enumerate(records):

@@ -3,9 +3,10 @@
 A schema is compiled once per tool into nested closures, so a call pays a few dict look-ups, not a
 schema walk. Covered: type (and lists of types), properties, required, additionalProperties (false at
 the top level unless the schema allows more), enum, const, numeric bounds, string and array sizes,
-pattern, items, anyOf/oneOf/allOf. Every string is capped, so a 10 MB argument never leaves the parent, and
-every number is finite: JSON parsers read `1e999` and `Infinity` as inf, which passes `minimum: 0`, lands in
-the state and comes back as a value no JSON client can read.
+pattern, items, anyOf/oneOf/allOf. An optional property given as null counts as not given (clients and LLM
+policies send null for what they leave out). Every string is capped, so a 10 MB argument never leaves the
+parent, and every number is finite: JSON parsers read `1e999` and `Infinity` as inf, which passes `minimum: 0`,
+lands in the state and comes back as a value no JSON client can read.
 """
 
 from __future__ import annotations
@@ -229,6 +230,8 @@ def _object_check(schema: dict, max_chars: int, top: bool) -> Check:
                 if extra is False:
                     return f"unexpected argument {_join(path, k)!r}"
                 sub = extra_check
+            elif x is None and k not in required:
+                continue  # an optional property sent as null is one left out (as LLM policies and clients send it)
             if problem := sub(x, f"{path}.{k}" if path else str(k)):
                 return problem
         return None

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from factory.envs.bundle import Bundle
 from factory.envs.importers import CHECKPOINT_SUFFIX, FREE_TEXT_PARAM, function_name, sampling_records
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
+from factory.naming import snake_case
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
 from factory.tasks.end_state import end_state_check
@@ -173,7 +174,7 @@ def solver_worded(spec: EnvSpec, chain: list[ToolCall], question: str) -> list[s
         for c in chain
         if c.tool in writes
         for name, v in c.args.items()
-        if FREE_TEXT_PARAM.search(name) and is_prose(v) and not answer_contains(question, v)
+        if FREE_TEXT_PARAM.search(snake_case(name)) and is_prose(v) and not answer_contains(question, v)
     ]
 
 

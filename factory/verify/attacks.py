@@ -390,8 +390,9 @@ def _pages(tool: ToolSpec, call: ToolCall) -> list[ToolCall] | None:
     limit = props.get("limit")
     if not isinstance(limit, dict):
         return None
-    size = int(call.args.get("limit", limit.get("default", DEFAULT_PAGE)))
-    start = int(call.args.get("offset", 0))
+    given = call.args.get("limit")  # null counts as left out, as the argument check takes it
+    size = int(given if given is not None else limit.get("default", DEFAULT_PAGE))
+    start = int(call.args.get("offset") or 0)
     biggest = int(limit.get("maximum", MAX_PAGE))
     other = biggest if size < biggest else max(1, size // 2)
     if other == size or (other < size and "offset" not in props):

@@ -5,13 +5,12 @@ logs every lookup, both error shapes, a clock-dependent cache, L1/L2/L3 taxonomy
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.agent_world_release import release_replays
 from factory.cli import app
 from factory.envs.bundle import Bundle
 from factory.envs.importers import clock_instant, import_agent_world
@@ -121,37 +120,6 @@ def test_cli_imports_a_whole_mix_with_a_summary(tmp_path: Path) -> None:
 
 HR = MIX / "1015004"
 DESK_STATE = MIX / "1120005"
-# The release's own code on its own data, one process per environment (the code reads the process-wide
-# MCP_DB_DIR): which verified chains it replays, each on a fresh copy. An error result fails the chain.
-RELEASE_REPLAY = """
-import json, os, shutil, sys, tempfile
-mix, env_id = sys.argv[1], sys.argv[2]
-ck = json.load(open(os.path.join(mix, env_id + "_step4_checkpoint.json"), encoding="utf-8"))
-tools = {s["name"]: s["implementation"] for s in ck["data"]["ToolDesignAgent"]["tool_schemas"]}
-tasks = json.load(open(os.path.join(mix, "questions", env_id + ".json"), encoding="utf-8"))["tasks"]
-def failed(v):
-    if not isinstance(v, dict):
-        return False
-    status = str(v.get("status", "")).lower()
-    return isinstance(v.get("error"), dict) or status in ("error", "failed") or (bool(v.get("error")) and len(v) <= 3)
-out = []
-for t in tasks:
-    work = tempfile.mkdtemp()
-    shutil.copytree(os.path.join(mix, env_id), work, dirs_exist_ok=True)
-    os.environ["MCP_DB_DIR"] = work
-    ok = True
-    for call in t["grading_rubric"]["verified_tool_chain"]:
-        ns = {}
-        try:
-            exec(tools[call["tool"]], ns)
-            ok = not failed(ns[call["tool"]](**call["args"]))
-        except Exception:
-            ok = False
-        if not ok:
-            break
-    out.append(ok)
-print(json.dumps(out))
-"""
 
 
 @pytest.fixture(scope="module")
@@ -234,14 +202,7 @@ def test_keyed_writes_and_state_object_writes_are_kept(hr: Path, quotes: Path) -
 
 def test_every_chain_the_release_replays_ours_replays(tmp_path: Path) -> None:
     for env_dir in sorted(p for p in MIX.iterdir() if p.is_dir() and p.name != "questions"):
-        run = subprocess.run(
-            [sys.executable, "-c", RELEASE_REPLAY, str(MIX), env_dir.name],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=tmp_path,
-        )
-        theirs = json.loads(run.stdout)
+        theirs = release_replays(MIX, env_dir.name, tmp_path)  # the release's own code, on its data
         import_agent_world(env_dir, tmp_path / env_dir.name)
         result = import_agent_world_tasks(tmp_path / env_dir.name, questions_path(env_dir))
         failed = {d.question for d in result.dropped if d.reason.startswith(("chain_fails", "import_error"))}
@@ -273,6 +234,7 @@ def test_camel_case_reads_that_log_and_stamp_the_key_stay_reads(gateway: Path) -
         "listJobs": False,
         "startJob": True,
         "upsertFileTags": True,
+        "getJob": False,
     }
     assert "request_logs.*" in spec.bookkeeping and "api_keys.last_used_at" in spec.bookkeeping
     # a `collection` parameter is filled from the records' `collection_name`: the tool gets a test and is kept
@@ -305,7 +267,10 @@ def test_questions_judged_by_effect_and_prose_left_to_the_solver(gateway: Path) 
     with env:
         gold = list(cancel.gold)
         assert _verdict(cancel, session_factory, gold, cancel.answer) == []
-        own_words = [*gold[:-1], gold[-1].model_copy(update={"args": {**gold[-1].args, "reason": "Stuck; stop it."}})]
+        own_words = [
+            *gold[:-1],
+            gold[-1].model_copy(update={"args": {**gold[-1].args, "cancelReason": "Stuck; stop it."}}),
+        ]
         assert _verdict(cancel, session_factory, own_words, cancel.answer) == []
         assert _verdict(cancel, session_factory, gold[:-1], cancel.answer)  # nothing cancelled
         other = gold[-1].model_copy(update={"args": {**gold[-1].args, "job_id": "hcs_job_3"}})

@@ -98,6 +98,9 @@ def test_schema_checks():
         max_string_chars=10,
     )
     assert validate({"n": 3, "tags": ["a"], "when": None, "ratio": 0.5, "filter": {"k": "v", "other": 1}}) is None
+    # an optional property sent as null is one left out, nested ones too; a required one must hold a value
+    assert validate({"n": 2, "ratio": None, "filter": {"k": None}}) is None
+    assert validate({"n": None}) == "argument 'n' must be integer, got null"
     cases = {
         "missing required argument 'n'": {},
         "argument 'n' must be <= 5": {"n": 6},
