@@ -237,11 +237,21 @@ def test_camel_case_reads_that_log_and_stamp_the_key_stay_reads(gateway: Path) -
         "getJob": False,
     }
     assert "request_logs.*" in spec.bookkeeping and "api_keys.last_used_at" in spec.bookkeeping
+    args = {c.tool: c.args for c in Bundle.open(gateway).tests()}
     # a `collection` parameter is filled from the records' `collection_name`: the tool gets a test and is kept
-    assert {c.tool: c.args for c in Bundle.open(gateway).tests()}["listItems"]["collection"] in (
-        "articles",
-        "customers",
-    )
+    assert args["listItems"]["collection"] in ("articles", "customers")
+    # `type` of startJob: a job's `job_type`, not a file's `content_type`
+    assert args["startJob"]["type"] in ("reindex", "full_sync", "prune")
+    # an array of objects: one object from a record that holds every property its items require
+    assert args["upsertFileTags"]["tags"] == [{"path": "docs/caching.md", "label": "needs-review"}]
+    # a bare `id` of getJob is a job's; an `apiKey` stored only hashed is given as its record's id (active first)
+    assert args["getJob"] == {"id": "hcs_job_1", "apiKey": "hcs_key_01"}
+    # the job ids break the declared id pattern (the released code never checks it): it is not enforced; the
+    # key ids hold theirs, which stays
+    props = next(t for t in spec.tools if t.name == "getJob").parameters["properties"]
+    assert "pattern" not in props["id"] and props["apiKey"]["pattern"] == "^hcs_key_[0-9]{2}$"
+    report = Bundle.open(gateway).report()
+    assert report is not None and sorted(report.kept_tools) == sorted(t.name for t in spec.tools)
 
 
 def _verdict(task, session_factory, calls: list[ToolCall], answer: str | None) -> list[str]:
