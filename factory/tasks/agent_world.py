@@ -24,6 +24,7 @@ two apart. The rest go through the same filter and audit as ours.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -46,7 +47,9 @@ from factory.verify.answers import answer_contains
 from factory.verify.scoring import SessionFactory, environment_session_factory, replay_calls
 from factory.verify.state import ColumnFilter, StateDiff, state_diff
 
-MAX_ANSWER_CHECKS = 4
+MAX_ANSWER_CHECKS = 6
+# A criterion's references to the chain ("Step 0 returns...", "$1.data.0.id", "call 2", "data[0]") name no value.
+_STEP_REFS = re.compile(r"\b(?:steps?|calls?)\s*#?\d+\b|\$\d+(?:\.[\w\[\]-]+)*|\[\d+\]", re.IGNORECASE)
 
 
 class GradingRubric(BaseModel):
@@ -121,9 +124,12 @@ def answer_checks(
     criteria: list[str],
     question: str = "",
     rows: dict[str, list[dict[str, Any]]] | None = None,
+    any_value: bool = True,
 ) -> list[RubricCheck]:
     """Values the chain produced that the reference answer states and the question does not (echoing the
-    question must not pass); those a criterion names come first. With the state's `rows`, each check gets
+    question must not pass); every one a criterion names (its references to chain steps aside), else, with
+    `any_value` (a read's answer is all it has), those with competitors, else any, at most MAX_ANSWER_CHECKS; a
+    write whose criteria name no value is judged by its effect. With the state's `rows`, each check gets
     its competitors (what another record would give, less what the question or the reference states), and
     values that have some come first: a tag every record carries tells no answer from another."""
     seen: set[str] = set()
@@ -136,7 +142,7 @@ def answer_checks(
         if mark in seen or not answer_contains(reference, value) or (question and answer_contains(question, value)):
             continue
         seen.add(mark)
-        criterion = next((c for c in criteria if answer_contains(c, value)), "")
+        criterion = next((c for c in criteria if answer_contains(_STEP_REFS.sub(" ", c), value)), "")
         if criterion:
             named.add(len(candidates))
         candidates.append(
@@ -146,12 +152,10 @@ def answer_checks(
         for check in candidates:
             near = competitors(check.value, rows)
             check.competitors = [c for c in near if not any(answer_contains(t, c) for t in (question, reference))]
-    tiers = [
-        [c for i, c in enumerate(candidates) if i in named and (rows is None or c.competitors)],
-        [c for i, c in enumerate(candidates) if i not in named and c.competitors],
-        [c for i, c in enumerate(candidates) if i in named],
-        candidates,
-    ]
+    said = [c for i, c in enumerate(candidates) if i in named]
+    tiers = [sorted(said, key=lambda c: rows is not None and not c.competitors)]  # every value a criterion asks for
+    if any_value:
+        tiers += [[c for i, c in enumerate(candidates) if i not in named and c.competitors], candidates]
     return next((tier for tier in tiers if tier), [])[:MAX_ANSWER_CHECKS]
 
 
@@ -202,11 +206,12 @@ def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: Session
     produced += [leaf for c in chain for leaf in _leaves(c.args)]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
     rows = _record_lists(replay.initial.tables, replay.final.tables)
-    answers = answer_checks(reference, produced, q.grading_rubric.success_criteria, q.task, rows)
-    rubric = [*state_checks(diff, spec.bookkeeping), *answers, end_state_check(spec, replay.initial, replay.final)]
     mutating = {t.name for t in spec.tools if t.mutates}
     # by effect as well: a read that refreshes a cache on this chain's arguments writes (the end state shows it)
     mutates = any(c.tool in mutating for c in chain) or bool(diff.tables)
+    criteria = q.grading_rubric.success_criteria
+    answers = answer_checks(reference, produced, criteria, q.task, rows, any_value=not mutates)
+    rubric = [*state_checks(diff, spec.bookkeeping), *answers, end_state_check(spec, replay.initial, replay.final)]
     return Task(
         id="",
         env_id=spec.id,

@@ -116,3 +116,22 @@ def test_answer_checks_prefer_values_a_criterion_names():
         "Loan L0006, due 2025-03-15, 1 copy left.", ["L0006", "2025-03-15", 1], ["due on 2025-03-15"]
     )
     assert [(c.value, c.description) for c in checks] == [("2025-03-15", "due on 2025-03-15")]
+
+
+def test_a_criterion_s_step_references_name_no_value():
+    reference = json.dumps({"data": [{"id": "L0006", "count": 0}], "total": 3})
+    criteria = ["Step 0 returns loan L0006 in data[0] for the id $1.data.0.id", "Call 3 confirms it"]
+    checks = answer_checks(reference, ["L0006", 0, 3], criteria)
+    assert [c.value for c in checks] == ["L0006"]  # not 0 ("Step 0", "data[0]") nor 3 ("Call 3")
+
+
+def test_every_value_a_criterion_names_is_checked_and_a_write_asks_only_those():
+    rows = {"employees": [{"name": "Dana Whitlock"}, {"name": "Ravi Menon"}, {"name": "Priya Shah"}]}
+    reference = "Pending: TO-3 (Dana Whitlock), TO-4 (Ravi Menon); 2 requests"
+    produced = ["TO-3", "TO-4", "Dana Whitlock", "Ravi Menon", 2]
+    criteria = ["The answer names Dana Whitlock and Ravi Menon", "TO-3 and TO-4 are listed"]
+    values = [c.value for c in answer_checks(reference, produced, criteria, rows=rows)]
+    assert set(values) == {"TO-3", "TO-4", "Dana Whitlock", "Ravi Menon"}  # named ones with no competitors too
+    # criteria that name nothing: a read falls back on the reference's values, a write is judged by its effect
+    assert answer_checks(reference, produced, ["It works"], rows=rows)
+    assert answer_checks(reference, produced, ["It works"], rows=rows, any_value=False) == []
