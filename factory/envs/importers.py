@@ -692,8 +692,9 @@ import uuid as _uuid
 _LOCK = _threading.Lock()
 _CODE = {{}}
 _NOW = _datetime.datetime.fromisoformat({now!r})  # naive, UTC
-_REAL = (_datetime.datetime, _datetime.date, _time.time)
-_REAL_DRAWS = (_uuid.uuid4, _uuid.uuid1, _secrets.token_hex, _secrets.token_urlsafe, _secrets.token_bytes)
+_REAL = (_datetime.datetime, _datetime.date, _time.time, _time.time_ns)
+_REAL_CLOCKS = (_time.perf_counter, _time.perf_counter_ns, _time.monotonic, _time.monotonic_ns)
+_REAL_DRAWS = (_uuid.uuid4, _uuid.uuid1, _secrets.token_hex, _secrets.token_urlsafe, _secrets.token_bytes, _os.urandom)
 _DRAW_WORDS = ("uuid", "random", "secrets")
 
 
@@ -720,6 +721,24 @@ class _FixedDate(_datetime.date):
 
 def _fixed_time():
     return _NOW.replace(tzinfo=_datetime.timezone.utc).timestamp()
+
+
+def _fixed_time_ns():
+    return int(_fixed_time()) * 1_000_000_000
+
+
+def _fix_clocks():
+    """perf_counter and monotonic step 1 ms per reading from one start: a latency logged by a call is the same
+    in every replay (a drifting one changed the state, and so the ids the next call drew)."""
+    ticks = _builtins.iter(_builtins.range(1, 1 << 62))
+
+    def seconds():
+        return 1000.0 + _builtins.next(ticks) / 1000
+
+    def nanos():
+        return int(seconds() * 1_000_000_000)
+
+    _time.perf_counter, _time.perf_counter_ns, _time.monotonic, _time.monotonic_ns = seconds, nanos, seconds, nanos
 
 
 def _error_result(value):
@@ -758,9 +777,11 @@ def _seed(fn, state, params):
 
 
 def _fix_draws(seed):
-    """uuid, random and secrets draw from one generator seeded for this call (`_bound` puts them back)."""
+    """uuid, random, secrets and os.urandom draw from one generator seeded for this call (`_bound` puts them
+    back)."""
     rng = _random.Random(seed)
     _random.seed(seed)
+    _os.urandom = lambda n: rng.randbytes(n)
     _uuid.uuid4 = lambda: _uuid.UUID(int=rng.getrandbits(128), version=4)
     _uuid.uuid1 = lambda node=None, clock_seq=None: _uuid.UUID(int=rng.getrandbits(128), version=1)
     _secrets.token_bytes = lambda n=32: rng.randbytes(32 if n is None else n)
@@ -781,7 +802,9 @@ def _bound(fn, source, state, params):
         saved_random = _random.getstate()
         _os.environ["MCP_DB_DIR"] = state
         _os.chdir(state)
-        _datetime.datetime, _datetime.date, _time.time = _FixedDatetime, _FixedDate, _fixed_time
+        _datetime.datetime, _datetime.date = _FixedDatetime, _FixedDate
+        _time.time, _time.time_ns = _fixed_time, _fixed_time_ns
+        _fix_clocks()
         if draws:
             _fix_draws(_seed(fn, state, params))
         try:
@@ -789,8 +812,10 @@ def _bound(fn, source, state, params):
             _builtins.exec(code, namespace)
             return _error_result(namespace[fn](**params))
         finally:
-            _datetime.datetime, _datetime.date, _time.time = _REAL
-            _uuid.uuid4, _uuid.uuid1, _secrets.token_hex, _secrets.token_urlsafe, _secrets.token_bytes = _REAL_DRAWS
+            _datetime.datetime, _datetime.date, _time.time, _time.time_ns = _REAL
+            _time.perf_counter, _time.perf_counter_ns, _time.monotonic, _time.monotonic_ns = _REAL_CLOCKS
+            _uuid.uuid4, _uuid.uuid1, _secrets.token_hex, _secrets.token_urlsafe, _secrets.token_bytes, _ = _REAL_DRAWS
+            _os.urandom = _REAL_DRAWS[-1]
             _random.setstate(saved_random)
             _os.chdir(saved_cwd)
             if saved_dir is None:

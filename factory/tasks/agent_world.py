@@ -45,9 +45,11 @@ from factory.tasks.programs.verifier import competitors
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
 from factory.verify.scoring import SessionFactory, environment_session_factory, replay_calls
-from factory.verify.state import ColumnFilter, StateDiff, state_diff
+from factory.verify.state import ColumnFilter, StateDiff, json_leaves, state_diff
 
 MAX_ANSWER_CHECKS = 6
+_ID = re.compile(r"^((?:[A-Za-z]+_)*)([A-Za-z0-9_-]{8,})$")  # an id: word prefixes (`oso_pol_`), its drawn part
+_HEX = re.compile(r"[0-9a-f]{16,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # A criterion's references to the chain ("Step 0 returns...", "$1.data.0.id", "call 2", "data[0]") name no value.
 _STEP_REFS = re.compile(r"\b(?:steps?|calls?)\s*#?\d+\b|\$\d+(?:\.[\w\[\]-]+)*|\[\d+\]", re.IGNORECASE)
 
@@ -192,10 +194,53 @@ def worded_fields(diff: StateDiff, texts: list[str]) -> list[str]:
     return sorted(out)
 
 
-def question_task(spec: EnvSpec, q: AgentWorldQuestion, session_factory: SessionFactory, origin: str) -> Task:
-    """A released question as a Task; its rubric comes from replaying the verified chain once. Fields that
-    hold prose the solver words are left out of its state checks, as bookkeeping is."""
-    chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
+def _id_shape(value: str) -> tuple[str, int] | None:
+    """What ids of one kind share: their prefix and length (`oso_pol_` and 20 of `oso_pol_MNT42YZ45Q01KZ7W3RC5`;
+    a bare hex id's length); None for text that is no generated id."""
+    m = _ID.match(value)
+    if m is None:
+        return None
+    prefix, rest = m.groups()
+    if not re.search(r"\d", rest) or (not prefix and not _HEX.fullmatch(rest)):
+        return None
+    return prefix, len(rest)
+
+
+def rebind_created_ids(session_factory: SessionFactory, chain: list[ToolCall], question: str) -> list[ToolCall]:
+    """The chain with each id that an earlier call created in the release's original run (one the released data
+    does not hold, nor the question states) replaced by the id the same call creates here: the released
+    `deploy_policy(policy_id=...)` after `create_policy` names the policy that run made, which no replay has."""
+    out: list[ToolCall] = []
+    with session_factory() as session:
+        held = {v for v in json_leaves(session.snapshot().tables) if isinstance(v, str)}
+        created: dict[tuple[str, int], str] = {}  # id shape -> the latest id of it a call answered with, new here
+        for call in chain:
+            args = {
+                k: created.get(p, v)
+                if isinstance(v, str) and v not in held and v not in question and (p := _id_shape(v))
+                else v
+                for k, v in call.args.items()
+            }
+            out.append(ToolCall(tool=call.tool, args=args))
+            result = session.call(call.tool, dict(args))
+            for v in json_leaves(result.value) if result.ok else ():
+                if isinstance(v, str) and v not in held and (p := _id_shape(v)):
+                    created[p] = v
+    return out
+
+
+def question_task(
+    spec: EnvSpec,
+    q: AgentWorldQuestion,
+    session_factory: SessionFactory,
+    origin: str,
+    chain: list[ToolCall] | None = None,
+) -> Task:
+    """A released question as a Task; its rubric comes from replaying the verified chain (or `chain`, the one
+    rebound to this replay's ids) once. Fields that hold prose the solver words are left out of its state
+    checks, as bookkeeping is."""
+    if chain is None:
+        chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
     replay = replay_calls(session_factory, chain)
     diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
     worded = worded_fields(diff, solver_worded(spec, chain, q.task))
@@ -354,12 +399,15 @@ def import_agent_world_tasks(
         origin = hash_file(Path(questions_file))
         tasks: list[Task] = []
         failed: list[DroppedTask] = []
+        chains = [
+            rebind_created_ids(session_factory, chain, q.task) for q, chain in zip(questions, chains, strict=True)
+        ]
         ours = [replay_calls(session_factory, chain).results for chain in chains]
         released = _released_runs(bundle, Path(questions_file), chains, ours, dropped_tools)
         for q, chain, results, rel in zip(questions, chains, ours, released, strict=True):
             why = chain_failure(spec, chain, results, dropped_tools, rel)
             if why is None:
-                tasks.append(question_task(spec, q, session_factory, origin))
+                tasks.append(question_task(spec, q, session_factory, origin, chain))
             else:
                 failed.append(DroppedTask(id="", kind="graph", question=q.task, reason=why, reasons=[why]))
         result = curate_tasks(

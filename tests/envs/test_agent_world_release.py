@@ -262,7 +262,7 @@ def _verdict(task, session_factory, calls: list[ToolCall], answer: str | None) -
 
 def test_questions_judged_by_effect_and_prose_left_to_the_solver(gateway: Path) -> None:
     result = import_agent_world_tasks(gateway, questions_path(GATEWAY))
-    assert result.generated == 4 and not result.dropped, [d.reason for d in result.dropped]
+    assert result.generated == 5 and not result.dropped, [d.reason for d in result.dropped]
     kept = {t.gold[-1].tool: t for t in result.tasks}
     assert not kept["searchFiles"].mutates and not kept["listItems"].mutates
     # fetching at a ref refreshes the index: the read-named tool wrote, so the task is judged by that effect
@@ -285,3 +285,21 @@ def test_questions_judged_by_effect_and_prose_left_to_the_solver(gateway: Path) 
         assert _verdict(cancel, session_factory, gold[:-1], cancel.answer)  # nothing cancelled
         other = gold[-1].model_copy(update={"args": {**gold[-1].args, "job_id": "hcs_job_3"}})
         assert _verdict(cancel, session_factory, [*gold[:-1], other], cancel.answer)  # the queued job instead
+
+
+def test_an_id_the_original_run_created_is_the_one_this_replay_creates(gateway: Path) -> None:
+    result = import_agent_world_tasks(gateway, questions_path(GATEWAY))
+    [prune] = [t for t in result.tasks if t.question.startswith("Queue a prune job")]
+    start, get = prune.gold
+    assert get.args["id"] != "hcs_job_5be2c0a9"  # the released chain's id, made by the original run
+    env, session_factory = environment_session_factory(Bundle.open(gateway))
+    with env:
+        runs = [
+            replay_calls(session_factory, [ToolCall(tool="listJobs", args={"workspace_id": "hcs_ws_01"}), start])
+            for _ in range(2)
+        ]
+        # os.urandom and a perf_counter latency in the log draw the same in every replay: the same id, the same state
+        ids = [r.results[-1].value["data"]["id"] for r in runs]
+        assert ids[0] == ids[1] and runs[0].final.tables == runs[1].final.tables
+        assert replay_calls(session_factory, [start]).results[0].value["data"]["id"] == get.args["id"]
+        assert _verdict(prune, session_factory, list(prune.gold), "It is queued.") == []
