@@ -244,6 +244,9 @@ class TopicsArtifact(Model):
 
 
 StateBackend = Literal["sqlite", "files"]
+# What the runtime checks of a call's arguments before tool code sees them: the whole declared schema, or only
+# the top level (names, the required set, types), for imported code that judges the rest itself.
+ArgumentCheck = Literal["schema", "top_level"]
 
 
 class EnvSpec(Model):
@@ -255,6 +258,7 @@ class EnvSpec(Model):
     taxonomy: TaxonomyPath | None = None
     description: str
     backend: StateBackend = "sqlite"
+    argument_check: ArgumentCheck = "schema"
     tools: list[ToolSpec]
     entities: list[EntitySpec] = Field(default_factory=list)
     seed: int = 0

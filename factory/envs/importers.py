@@ -1058,6 +1058,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
         taxonomy=_taxonomy(meta.get("taxonomy")),
         description=str(meta.get("description") or title),
         backend="files",
+        argument_check="top_level",  # the released code judges its arguments itself, and takes more than declared
         tools=tools,
         entities=entities_from_collections(collections),
         bookkeeping=bookkeeping,

@@ -59,11 +59,14 @@ class Environment:
         self.key = f"{spec.id}-{uuid.uuid4().hex[:12]}"
         self._tools = {t.name: t for t in spec.tools}
         self._mutates = frozenset(t.name for t in spec.tools if t.mutates)
+        shallow = spec.argument_check == "top_level"
         self._validators: dict[str, Callable[[Any], str | None]] = {
-            t.name: compile_schema(t.parameters, limits.max_string_chars) for t in spec.tools
+            t.name: compile_schema(t.parameters, limits.max_string_chars, shallow) for t in spec.tools
         }
         self._interfaces: dict[str, Callable[[Any], str | None]] = {  # the declared names, where they differ
-            t.name: compile_schema(interface_schema(t), limits.max_string_chars) for t in spec.tools if t.declared_names
+            t.name: compile_schema(interface_schema(t), limits.max_string_chars, shallow)
+            for t in spec.tools
+            if t.declared_names
         }
         self._pks = spec.primary_keys()
         seed = bundle.seed_bytes() if spec.backend == "sqlite" else None

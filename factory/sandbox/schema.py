@@ -243,9 +243,33 @@ def _join(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def compile_schema(schema: dict[str, Any] | None, max_string_chars: int = 1 << 20) -> Callable[[Any], str | None]:
-    """Compile a tool's parameter schema; the result returns None for valid arguments, else what is wrong."""
-    check = _compile(schema or {"type": "object", "properties": {}}, max_string_chars, True)
+def top_level(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with each parameter reduced to its type: what is inside an argument is not checked, beyond
+    what every value is held to (strings capped, numbers finite)."""
+
+    def shallow(prop: Any) -> dict[str, Any]:
+        types = prop.get("type") if isinstance(prop, dict) else None
+        if types is None:
+            return {}
+        names = [types] if isinstance(types, str) else list(types)
+        out: dict[str, Any] = {"type": types}
+        if "array" in names:
+            out["items"] = {}
+        if "object" in names:
+            out["additionalProperties"] = {}
+        return out
+
+    props = schema.get("properties") or {}
+    return {**schema, "properties": {k: shallow(v) for k, v in props.items()}}
+
+
+def compile_schema(
+    schema: dict[str, Any] | None, max_string_chars: int = 1 << 20, top_level_only: bool = False
+) -> Callable[[Any], str | None]:
+    """Compile a tool's parameter schema; the result returns None for valid arguments, else what is wrong.
+    `top_level_only` checks the parameters' names, required set and types alone (see `top_level`)."""
+    schema = schema or {"type": "object", "properties": {}}
+    check = _compile(top_level(schema) if top_level_only else schema, max_string_chars, True)
 
     def validate(args: Any) -> str | None:
         if not isinstance(args, dict):

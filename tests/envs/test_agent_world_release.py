@@ -303,3 +303,18 @@ def test_an_id_the_original_run_created_is_the_one_this_replay_creates(gateway: 
         assert ids[0] == ids[1] and runs[0].final.tables == runs[1].final.tables
         assert replay_calls(session_factory, [start]).results[0].value["data"]["id"] == get.args["id"]
         assert _verdict(prune, session_factory, list(prune.gold), "It is queued.") == []
+
+
+def test_the_released_code_judges_what_is_inside_its_arguments(gateway: Path) -> None:
+    """The schema says at least 2 tags, each only path and label; the released code takes one tag with a note
+    (verified chains pass such calls), so the runtime checks the top level alone: names, required, types."""
+    assert Bundle.open(gateway).spec.argument_check == "top_level"
+    tag = {"path": "README.md", "label": "docs", "note": "seen in review"}
+    with Environment.open(gateway) as env, env.session() as s:
+        assert s.call("upsertFileTags", {"workspace_id": "hcs_ws_01", "tags": [tag]}).ok
+        assert s.call("upsertFileTags", {"workspace_id": "hcs_ws_01", "tags": "README.md"}).error.code == (
+            "invalid_arguments"
+        )
+        assert s.call("upsertFileTags", {"workspace_id": "hcs_ws_01", "tagz": [tag]}).error.code == (
+            "invalid_arguments"
+        )

@@ -98,6 +98,21 @@ def test_schema_checks():
         max_string_chars=10,
     )
     assert validate({"n": 3, "tags": ["a"], "when": None, "ratio": 0.5, "filter": {"k": "v", "other": 1}}) is None
+    shallow = compile_schema(
+        {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+            "required": ["n"],
+        },
+        max_string_chars=10,
+        top_level_only=True,
+    )
+    assert shallow({"n": 1, "tags": [1, None, {"x": True}]}) is None  # what is inside is the tool code's to judge
+    assert shallow({"n": "1"}) == "argument 'n' must be integer, got string"
+    assert "missing required argument 'n'" in shallow({})
+    assert "unexpected argument 'zzz'" in shallow({"n": 1, "zzz": 0})
+    assert "is a string of 11" in shallow({"n": 1, "tags": [{"x": "y" * 11}]})  # every string still capped
+    assert "finite" in shallow({"n": 1, "tags": [float("inf")]})
     # an optional property sent as null is one left out, nested ones too; a required one must hold a value
     assert validate({"n": 2, "ratio": None, "filter": {"k": None}}) is None
     assert validate({"n": None}) == "argument 'n' must be integer, got null"
