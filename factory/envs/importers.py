@@ -605,6 +605,17 @@ def _field_value(
     return min(qualified, key=lambda q: q[0])[1] if qualified else None
 
 
+def _described_value(schema: dict[str, Any], records: list[tuple[str, dict[str, Any]]]) -> Any:
+    """A value of the field the parameter's description names: `actor` described as "handle like
+    alice.bsky.social or DID" takes an actor's `handle`."""
+    words = dict.fromkeys(_norm(w) for w in re.findall(r"[A-Za-z_]{3,}", str(schema.get("description") or "")))
+    for w in words:
+        found = next((v for _, r in records if (v := _scalars(r).get(w)) is not None and _fits(v, schema)), None)
+        if found is not None:
+            return found
+    return None
+
+
 def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) -> list[dict[str, Any]]:
     """Up to `limit` distinct argument sets for realistic calls: the required parameters from ONE record
     (so an id and its companions name the same thing; a `<thing>_id` from that thing's collection), then
@@ -618,8 +629,9 @@ def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) 
     records = sampling_records(collections)
     owned = [p for p in required if re.search(r"(_id|Id|_key)$", p)]
     home = next((t for p in owned for t in collections if _owner(p, t)), None)
-    if home is None:  # a bare `id`: the collection the tool's noun names (get_session -> sessions.json)
+    if home is None:  # a bare `id`: the collection the tool's noun (or a parameter) names (get_session -> sessions)
         nouns = [w for w in reversed(split_words(tool.name)) if w not in WRITE_VERBS and w not in _READ_VERBS]
+        nouns += [snake_case(p) for p in required]
         home = next((t for w in nouns for t in collections if _owner(f"{w}_id", t)), None)
     records.sort(key=lambda tr: tr[0] != home)
     scored: list[tuple[int, int, dict[str, Any]]] = []
@@ -637,6 +649,8 @@ def candidate_args(tool: ToolSpec, collections: dict[str, Any], limit: int = 4) 
                     value = _plausible(p, props[p], records, home)
                 if value is None:
                     value = _field_value(p, props[p], records, tuple(split_words(tool.name)))
+                if value is None:
+                    value = _described_value(props[p], records)
                 if value is not None:
                     args[p] = value
         if all(p in args for p in required) and args not in out:

@@ -235,6 +235,7 @@ def test_camel_case_reads_that_log_and_stamp_the_key_stay_reads(gateway: Path) -
         "startJob": True,
         "upsertFileTags": True,
         "getJob": False,
+        "findFile": False,
     }
     assert "request_logs.*" in spec.bookkeeping and "api_keys.last_used_at" in spec.bookkeeping
     args = {c.tool: c.args for c in Bundle.open(gateway).tests()}
@@ -246,6 +247,8 @@ def test_camel_case_reads_that_log_and_stamp_the_key_stay_reads(gateway: Path) -
     assert args["upsertFileTags"]["tags"] == [{"path": "docs/caching.md", "label": "needs-review"}]
     # a bare `id` of getJob is a job's; an `apiKey` stored only hashed is given as its record's id (active first)
     assert args["getJob"] == {"id": "hcs_job_1", "apiKey": "hcs_key_01"}
+    # `file`, described as "its path in the repository": a record's `path`
+    assert args["findFile"] == {"file": "README.md"}
     # the job ids break the declared id pattern (the released code never checks it): it is not enforced; the
     # key ids hold theirs, which stays
     props = next(t for t in spec.tools if t.name == "getJob").parameters["properties"]
