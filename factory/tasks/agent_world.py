@@ -129,9 +129,10 @@ def answer_checks(
     any_value: bool = True,
 ) -> list[RubricCheck]:
     """Values the chain produced that the reference answer states and the question does not (echoing the
-    question must not pass); every one a criterion names (its references to chain steps aside), else, with
-    `any_value` (a read's answer is all it has), those with competitors, else any, at most MAX_ANSWER_CHECKS; a
-    write whose criteria name no value is judged by its effect. With the state's `rows`, each check gets
+    question must not pass): those a criterion names (its references to chain steps aside) that another record
+    would answer differently, else, with `any_value` (a read's answer is all it has), the others that would, else
+    the named ones, else any; at most MAX_ANSWER_CHECKS. A write whose criteria name no value is judged by its
+    effect. With the state's `rows`, each check gets
     its competitors (what another record would give, less what the question or the reference states), and
     values that have some come first: a tag every record carries tells no answer from another."""
     seen: set[str] = set()
@@ -155,9 +156,9 @@ def answer_checks(
             near = competitors(check.value, rows)
             check.competitors = [c for c in near if not any(answer_contains(t, c) for t in (question, reference))]
     said = [c for i, c in enumerate(candidates) if i in named]
-    tiers = [sorted(said, key=lambda c: rows is not None and not c.competitors)]  # every value a criterion asks for
-    if any_value:
-        tiers += [[c for i, c in enumerate(candidates) if i not in named and c.competitors], candidates]
+    telling = [c for c in said if rows is None or c.competitors]  # a tag every record carries tells nothing
+    others = [c for i, c in enumerate(candidates) if i not in named and c.competitors]
+    tiers = [telling, others, said, candidates] if any_value else [telling, said]
     return next((tier for tier in tiers if tier), [])[:MAX_ANSWER_CHECKS]
 
 

@@ -125,13 +125,20 @@ def test_a_criterion_s_step_references_name_no_value():
     assert [c.value for c in checks] == ["L0006"]  # not 0 ("Step 0", "data[0]") nor 3 ("Call 3")
 
 
-def test_every_value_a_criterion_names_is_checked_and_a_write_asks_only_those():
-    rows = {"employees": [{"name": "Dana Whitlock"}, {"name": "Ravi Menon"}, {"name": "Priya Shah"}]}
-    reference = "Pending: TO-3 (Dana Whitlock), TO-4 (Ravi Menon); 2 requests"
-    produced = ["TO-3", "TO-4", "Dana Whitlock", "Ravi Menon", 2]
-    criteria = ["The answer names Dana Whitlock and Ravi Menon", "TO-3 and TO-4 are listed"]
+def test_every_telling_value_a_criterion_names_is_checked_and_a_write_asks_only_those():
+    rows = {
+        "employees": [
+            {"name": "Dana Whitlock", "dept": "Sales"},
+            {"name": "Ravi Menon", "dept": "Ops"},
+            {"name": "Priya Shah", "dept": "Legal"},
+        ],
+        "requests": [{"id": "TO-3"}, {"id": "TO-4"}, {"id": "TO-5"}],
+    }
+    reference = "Pending: TO-3 (Dana Whitlock, Sales), TO-4 (Ravi Menon, Ops); 2 requests"
+    produced = ["TO-3", "TO-4", "Dana Whitlock", "Ravi Menon", "Sales", "Ops", 2]
+    criteria = ["The answer names Dana Whitlock (Sales) and Ravi Menon (Ops)", "TO-3 and TO-4 are listed"]
     values = [c.value for c in answer_checks(reference, produced, criteria, rows=rows)]
-    assert set(values) == {"TO-3", "TO-4", "Dana Whitlock", "Ravi Menon"}  # named ones with no competitors too
+    assert set(values) == {"TO-3", "TO-4", "Dana Whitlock", "Ravi Menon", "Sales", "Ops"}  # six, not four
     # criteria that name nothing: a read falls back on the reference's values, a write is judged by its effect
     assert answer_checks(reference, produced, ["It works"], rows=rows)
     assert answer_checks(reference, produced, ["It works"], rows=rows, any_value=False) == []
