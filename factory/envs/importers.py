@@ -251,13 +251,12 @@ def _parameters(schema: dict[str, Any] | None) -> dict[str, Any]:
     return params
 
 
-def _patterns_the_data_holds(params: dict[str, Any], collections: dict[str, Any]) -> dict[str, Any]:
+def _patterns_the_data_holds(params: dict[str, Any], records: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """The parameters without a `pattern` that a value the data holds for them breaks: the released code does
     not check it (DynamoDB's `table_id` pattern wants 17 characters, the tables' ULIDs have 26; seeded read
     requests are `req_...` where the pattern says `rrq_...`), and the argument check must not refuse the data's
     own ids."""
     props = params.get("properties") or {}
-    records = sampling_records(collections)
     loosened = {}
     for name, schema in props.items():
         pattern = schema.get("pattern") if isinstance(schema, dict) else None
@@ -1042,6 +1041,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
     collections = _collections(env_dir)
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
 
+    records = sampling_records(collections)
     tools: list[ToolSpec] = []
     sources: dict[str, str] = {}
     problems: dict[str, str] = {}
@@ -1057,7 +1057,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
             ToolSpec(
                 name=fn,
                 description=str(s.get("description") or "").strip(),
-                parameters=_patterns_the_data_holds(_parameters(s.get("parameters")), collections),
+                parameters=_patterns_the_data_holds(_parameters(s.get("parameters")), records),
                 mutates=infers_mutation(fn, source),
             )
         )

@@ -89,14 +89,6 @@ def load_questions(path: str | Path) -> list[AgentWorldQuestion]:
     return [AgentWorldQuestion.model_validate(item) for item in items]
 
 
-def _leaves(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _leaves(v)]
-    if isinstance(value, list):
-        return [x for v in value for x in _leaves(v)]
-    return [value]
-
-
 def state_checks(diff: StateDiff, bookkeeping: list[str]) -> list[RubricCheck]:
     """What the chain did to the state, as rubric checks (rows matched by their key)."""
     cols = ColumnFilter(bookkeeping)
@@ -248,8 +240,8 @@ def question_task(
     if worded:
         spec = spec.model_copy(update={"bookkeeping": [*spec.bookkeeping, *worded]})
         diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
-    produced = [leaf for r in replay.results if r.ok for leaf in _leaves(r.value)]
-    produced += [leaf for c in chain for leaf in _leaves(c.args)]
+    produced = [leaf for r in replay.results if r.ok for leaf in json_leaves(r.value)]
+    produced += [leaf for c in chain for leaf in json_leaves(c.args)]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
     rows = _record_lists(replay.initial.tables, replay.final.tables)
     mutating = {t.name for t in spec.tools if t.mutates}
