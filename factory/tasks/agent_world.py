@@ -11,7 +11,9 @@ gold is the verified chain and whose rubric is built offline from what can be ch
   numbers, dates), preferring those a success criterion names, whose text becomes the check's description,
   and those with competitors: what another record (nested ones too) or a near miss would give (the column's
   other values, a count's neighbours), less what the question or the reference answer states. A write whose
-  reference states nothing the chain reproduces is judged by its effect alone (no answer).
+  reference states nothing the chain reproduces is judged by its effect alone (no answer);
+- answer checks for the facts a criterion names by field and the question asks for (a commit's `source_url`
+  for "the URLs", see factory/tasks/criteria.py), stated by the reference or not: the gold answer adds them.
 Free-text criteria that name no value are left to an LLM judge (a later stage). A value the question itself
 states is never an answer check (an answer that echoes the question must not pass). A chain that fails on
 replay drops its question before the filter, with `chain_fails_on_release_data: ...` when the released tool
@@ -39,6 +41,7 @@ from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, Tool
 from factory.naming import snake_case
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
+from factory.tasks.criteria import asked_facts
 from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import Solver, is_prose
 from factory.tasks.programs.verifier import competitors
@@ -119,15 +122,18 @@ def answer_checks(
     question: str = "",
     rows: dict[str, list[dict[str, Any]]] | None = None,
     any_value: bool = True,
+    asked: list[tuple[Any, str]] | None = None,
 ) -> list[RubricCheck]:
     """Values the chain produced that the reference answer states and the question does not (echoing the
     question must not pass): those a criterion names (its references to chain steps aside) that another record
     would answer differently, else, with `any_value` (a read's answer is all it has), the others that would, else
     the named ones, else any; at most MAX_ANSWER_CHECKS. A write whose criteria name no value is judged by its
-    effect. With the state's `rows`, each check gets
+    effect. The `asked` facts (value, criterion) come first, stated by the reference or not (see
+    factory/tasks/criteria.py). With the state's `rows`, each check gets
     its competitors (what another record would give, less what the question or the reference states), and
     values that have some come first: a tag every record carries tells no answer from another."""
-    seen: set[str] = set()
+    seen: set[str] = {json.dumps(value) for value, _ in asked or []}
+    facts = [RubricCheck(kind="answer_contains", value=value, description=c) for value, c in asked or []]
     candidates: list[RubricCheck] = []
     named: set[int] = set()
     for value in produced:
@@ -144,14 +150,15 @@ def answer_checks(
             RubricCheck(kind="answer_contains", value=value, description=criterion or f"the answer states {value}")
         )
     if rows is not None:
-        for check in candidates:
+        for check in [*facts, *candidates]:
             near = competitors(check.value, rows)
             check.competitors = [c for c in near if not any(answer_contains(t, c) for t in (question, reference))]
     said = [c for i, c in enumerate(candidates) if i in named]
     telling = [c for c in said if rows is None or c.competitors]  # a tag every record carries tells nothing
     others = [c for i, c in enumerate(candidates) if i not in named and c.competitors]
-    tiers = [telling, others, said, candidates] if any_value else [telling, said]
-    return next((tier for tier in tiers if tier), [])[:MAX_ANSWER_CHECKS]
+    # a read falls back on the reference's other values only when nothing it asks for is known
+    tiers = [telling, others, said, candidates] if any_value and not facts else [telling, said]
+    return [*facts, *next((tier for tier in tiers if tier), [])][:MAX_ANSWER_CHECKS]
 
 
 def _record_lists(initial: dict[str, list[Any]], final: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -222,6 +229,13 @@ def rebind_created_ids(session_factory: SessionFactory, chain: list[ToolCall], q
     return out
 
 
+def _with_facts(reference: Any, facts: list[Any]) -> Any:
+    if not facts:
+        return reference
+    text = reference if isinstance(reference, str) else json.dumps(reference)
+    return "\n".join([text, *(str(f) for f in facts)])
+
+
 def question_task(
     spec: EnvSpec,
     q: AgentWorldQuestion,
@@ -248,7 +262,10 @@ def question_task(
     # by effect as well: a read that refreshes a cache on this chain's arguments writes (the end state shows it)
     mutates = any(c.tool in mutating for c in chain) or bool(diff.tables)
     criteria = q.grading_rubric.success_criteria
-    answers = answer_checks(reference, produced, criteria, q.task, rows, any_value=not mutates)
+    outputs = [r.value if r.ok else None for r in replay.results]
+    asked = asked_facts(criteria, chain, outputs, q.task)
+    answers = answer_checks(reference, produced, criteria, q.task, rows, any_value=not mutates, asked=asked)
+    unstated = [value for value, _ in asked if not answer_contains(reference, value)]
     rubric = [*state_checks(diff, spec.bookkeeping), *answers, end_state_check(spec, replay.initial, replay.final)]
     return Task(
         id="",
@@ -257,7 +274,8 @@ def question_task(
         question=q.task,
         # A write whose reply states nothing the chain reproduces (a post's ts from the original run) asks for
         # its effect only: with the reference as its answer, any reply that makes the writes "passes" an attack.
-        answer=q.reference_answer if answers or not mutates else None,
+        # The gold answer states the asked facts the reference leaves out (the release's is often the last output).
+        answer=_with_facts(q.reference_answer, unstated) if answers or not mutates else None,
         gold=chain,
         rubric=rubric,
         difficulty=Difficulty(chain_length=len(chain)),

@@ -1,0 +1,116 @@
+"""Facts a released question asks for that its success criteria name by field: "Step 0 returns an open issue
+(e.g., issue_number 214) and includes a non-null source_url" with a question that wants "the GitHub URLs".
+
+The release's reference answer is often only the chain's last output (an empty file search), so the values it
+states leave a read question's asked facts unchecked: answering "0" passed. A criterion says which step it
+speaks of ("Step 2", 0- or 1-based as the question's criteria count, or a tool's name) and which fields of that
+step's output matter; a field whose last word the question asks for (`source_url` for "URLs", `commit_sha` for
+"SHA") is a fact the answer must state, taken from the one record of that output the field is on, or the one
+record the criterion or the question names a value of. Ids, statuses and types are never asked this way (a
+user wants the thing, not its bookkeeping), nor are prose, timestamps, or values the question states.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from factory.models import ToolCall
+from factory.naming import singular
+from factory.verify.answers import answer_contains, parse_date
+
+_STEP = re.compile(r"\bsteps?\s*#?(\d+)\b", re.IGNORECASE)
+_STEP_ZERO = re.compile(r"\bsteps?\s*#?0\b", re.IGNORECASE)
+# Words of a field name that say what a record is or where it stands, not a fact someone asks for.
+_NOT_ASKED = {"id", "ids", "key", "status", "state", "type", "kind", "at", "is", "has", "data", "items", "item"}
+
+
+def _asked_words(question: str) -> set[str]:
+    """The question's words that stand alone: "the commit SHA+URL" asks for a sha and a url, "when blob_sha
+    differs" for neither."""
+    return {singular(w) for w in re.findall(r"[a-z0-9_-]+", question.lower()) if re.fullmatch(r"[a-z0-9]+", w)}
+
+
+def _subject_step(criterion: str, chain: list[ToolCall], base: int) -> int | None:
+    """The step a criterion speaks of: its first step number or tool name (a tool the chain calls once)."""
+    mentions: list[tuple[int, int | None]] = [(m.start(), int(m.group(1)) - base) for m in _STEP.finditer(criterion)]
+    for tool in {c.tool for c in chain}:
+        m = re.search(rf"(?<![\w.]){re.escape(tool)}(?!\w)", criterion)
+        if m is not None:
+            calls = [i for i, c in enumerate(chain) if c.tool == tool]
+            mentions.append((m.start(), calls[0] if len(calls) == 1 else None))
+    if not mentions:
+        return None
+    step = min(mentions, key=lambda m: m[0])[1]
+    return step if step is not None and 0 <= step < len(chain) else None
+
+
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """Every object inside a JSON value, the value itself included."""
+    found: list[dict[str, Any]] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            found.append(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return found
+
+
+def _named_record(records: list[dict[str, Any]], texts: list[str]) -> dict[str, Any] | None:
+    """The one record, or the one of several that a text names by a value of its own (a number or text of 3+
+    characters that not every record has there: "commit" names no commit of a commit list)."""
+    if len(records) == 1:
+        return records[0]
+
+    def names(record: dict[str, Any]) -> bool:
+        return any(
+            not isinstance(v, bool)
+            and isinstance(v, str | int | float)
+            and len(str(v)) >= 3
+            and any(r.get(k) != v for r in records)
+            and any(answer_contains(t, v) for t in texts)
+            for k, v in record.items()
+        )
+
+    named = [r for r in records if names(r)]
+    return named[0] if len(named) == 1 else None
+
+
+def _statable(value: Any, question: str) -> bool:
+    """A value an answer states as it is: no prose, timestamp or flag, nor one the question already gives."""
+    if value is None or isinstance(value, bool | dict | list):
+        return False
+    if isinstance(value, str) and (len(value.strip()) < 2 or len(value.split()) >= 3 or parse_date(value)):
+        return False
+    return not answer_contains(question, value)
+
+
+def asked_facts(criteria: list[str], chain: list[ToolCall], outputs: list[Any], question: str) -> list[tuple[Any, str]]:
+    """(value, criterion) for each field a criterion names on its step's output and the question asks for.
+
+    `outputs` are the chain's results in order (None where a call failed)."""
+    base = 0 if any(_STEP_ZERO.search(c) for c in criteria) else 1
+    asked = _asked_words(question)
+    facts: list[tuple[Any, str]] = []
+    seen: set[str] = set()
+    for criterion in criteria:
+        step = _subject_step(criterion, chain, base)
+        if step is None or outputs[step] is None:
+            continue
+        text = _STEP.sub(" ", criterion)
+        objects = _objects(outputs[step])
+        for key in sorted({k for o in objects for k in o}):
+            attribute = singular(key.lower().split("_")[-1])  # source_url: a url
+            if attribute in _NOT_ASKED or attribute not in asked:
+                continue
+            if len(key) < 3 or not re.search(rf"(?<!\w){re.escape(key)}(?!\w)", text):
+                continue
+            record = _named_record([o for o in objects if key in o], [text, question])
+            value = record.get(key) if record is not None else None
+            if _statable(value, question) and repr(value) not in seen:
+                seen.add(repr(value))
+                facts.append((value, criterion))
+    return facts

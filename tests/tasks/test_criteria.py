@@ -1,0 +1,89 @@
+"""Facts a released question asks for by field: the reference answer alone leaves them unchecked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from factory.envs.bundle import Bundle
+from factory.envs.importers import import_agent_world
+from factory.models import ToolCall
+from factory.tasks.agent_world import import_agent_world_tasks
+from factory.tasks.criteria import asked_facts
+from factory.tasks.filter import judge
+from factory.verify.scoring import environment_session_factory, replay_calls
+
+RELEASE = Path(__file__).parent.parent / "fixtures" / "agent_world" / "environment_mix"
+
+ISSUES = {"items": [{"issue_number": 214, "source_url": "https://gh.example/issues/214", "status": "open"}]}
+COMMITS = {
+    "items": [
+        {"id": "c1", "commit_sha": "8f3c2a1b", "source_url": "https://gh.example/commit/8f3c2a1b", "kind": "commit"},
+        {"id": "c2", "commit_sha": "77aa01ff", "source_url": "https://gh.example/commit/77aa01ff", "kind": "commit"},
+    ]
+}
+CHAIN = [ToolCall(tool="searchIssues", args={}), ToolCall(tool="getCommitHistory", args={})]
+
+
+def test_a_field_the_criterion_names_and_the_question_asks_for_is_a_fact():
+    question = "Find the open issue and the fix commit; include the GitHub URLs and the commit SHA."
+    criteria = [
+        "Step 0 returns an open issue (e.g., issue_number 214) with a non-null source_url.",
+        "Step 1 returns commits with commit_sha and source_url; the fix is 8f3c2a1b.",
+    ]
+    facts = asked_facts(criteria, CHAIN, [ISSUES, COMMITS], question)
+    # the issue's url (one record); the fix commit's sha and url (the record the criterion names), not c2's;
+    # never the issue number (the question asks for no number), ids or statuses
+    assert [v for v, _ in facts] == ["https://gh.example/issues/214", "8f3c2a1b", "https://gh.example/commit/8f3c2a1b"]
+    assert facts[0][1] == criteria[0]
+
+
+def test_steps_count_from_one_when_no_criterion_says_step_0_and_tools_name_steps_too():
+    question = "Which commit fixed it? I need its URL."
+    one_based = asked_facts(["Step 2 returns the source_url of commit 77aa01ff."], CHAIN, [ISSUES, COMMITS], question)
+    assert [v for v, _ in one_based] == ["https://gh.example/commit/77aa01ff"]
+    by_tool = asked_facts(["The searchIssues result gives its source_url"], CHAIN, [ISSUES, COMMITS], question)
+    assert [v for v, _ in by_tool] == ["https://gh.example/issues/214"]
+
+
+def test_what_is_not_asked_for_is_no_fact():
+    criteria = ["getCommitHistory returns commits with commit_sha and source_url."]
+    # "blob_sha differs" asks for no sha; several commits and none named: which one is not known
+    assert asked_facts(criteria, CHAIN, [ISSUES, COMMITS], "Confirm the index updates when blob_sha differs.") == []
+    assert asked_facts(criteria, CHAIN, [ISSUES, COMMITS], "Give me the commit SHA and URL.") == []
+    # a value the question states, a failed step, a step out of range
+    stated = "Give me the URL of https://gh.example/issues/214."
+    assert asked_facts(["Step 0 returns its source_url"], CHAIN, [ISSUES, COMMITS], stated) == []
+    assert asked_facts(["Step 0 returns its source_url"], CHAIN, [None, COMMITS], "the URL?") == []
+    assert asked_facts(["Step 7 returns its source_url"], CHAIN, [ISSUES, COMMITS], "the URL?") == []
+
+
+def test_a_read_whose_reference_is_its_last_output_still_checks_the_asked_facts(tmp_path):
+    bundle = tmp_path / "gateway"
+    assert import_agent_world(RELEASE / "1203006", bundle).kept
+    question = {
+        "task": "In workspace hcs_ws_01, which file mentions conditional requests? I need its blob SHA.",
+        "reference_answer": json.dumps({"total": 1}),  # the release's reference is often the last output
+        "grading_rubric": {
+            "success_criteria": ["Step 0 returns one file and its blob_sha."],
+            "verified_tool_chain": [
+                {"tool": "searchFiles", "args": {"workspace_id": "hcs_ws_01", "query": "conditional requests"}}
+            ],
+        },
+    }
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"env_id": "1203006", "name": "x", "tasks": [question]}))
+    result = import_agent_world_tasks(bundle, questions)
+    assert len(result.tasks) == 1, result.dropped
+    task = result.tasks[0]
+    assert "d4e5f6a7" in task.answer  # the gold answer states the fact the reference leaves out
+    env, session_factory = environment_session_factory(Bundle.open(bundle))
+    with env:
+        run = replay_calls(session_factory, task.gold)
+        for answer, passes in [
+            ("src/sync/fetcher.py, blob d4e5f6a7", True),
+            ("1", False),  # the reference's only value: it passed before
+            ("src/sync/fetcher.py", False),
+            ("", False),
+        ]:
+            assert judge(task, run.initial, run.final, answer, "all", None, None).passed is passes, answer
