@@ -36,7 +36,7 @@ class Lineage(Model):
 
 
 OperationKind = Literal["list", "get", "search", "create", "update", "delete", "aggregate", "action"]
-ActionKind = Literal["increment", "decrement", "transition", "transfer"]
+ActionKind = Literal["increment", "decrement", "transition", "transfer", "append", "remove"]
 
 
 class _OmitsUnset(Model):
@@ -87,6 +87,9 @@ class ToolOperation(_OmitsUnset):
       item names no row.
     - delete: items name rows as in get; returns `{"deleted": true, "<batch_param>": items}`; errors
       `not_found`, and `conflict` while other rows reference one of them.
+    - action append / remove (`field` a list field): items are objects, one property naming the row by
+      `key_field` (`entityName`: the entity's `name`), one array of values (`contents`); append adds the values
+      the row's list lacks, in order, remove drops those it holds; returns `{"<table>": [updated records]}`.
     """
 
     kind: OperationKind
@@ -126,8 +129,9 @@ FieldType = Literal["string", "integer", "number", "boolean", "date", "datetime"
 
 
 class FieldSpec(_OmitsUnset):
-    """A column of an entity. `format` refines values (email, money, phone, url, uuid, name...); `pattern` is
-    the regular expression the API's parameters hold its values to (seed values match it)."""
+    """A column of an entity. `format` refines values (email, money, phone, url, uuid, name...; `list`: a list
+    of texts, `json`: any JSON value); `pattern` is the regular expression the API's parameters hold its values
+    to (seed values match it)."""
 
     omitted_when_none: ClassVar[tuple[str, ...]] = ("pattern",)
 

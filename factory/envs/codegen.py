@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import NamedTuple
 
 from factory.envs.entities.outputs import CONTROL_PARAMS, Paging, paging_style, param_field, query_param, range_field
+from factory.envs.entities.params import list_edit_keys
 from factory.envs.toolkit import common, files_store, sqlite_store
 from factory.envs.toolkit.common import DEFAULT_LIMIT
 from factory.lexicon import (
@@ -37,7 +38,7 @@ from factory.naming import snake_case
 NUMERIC_TYPES = ("integer", "number")
 # Locals the generated bodies use; a parameter with one of these names is read from **params instead.
 _RESERVED = {"state", "params", "db", "rows", "current", "changes", "record"}
-_BATCH_LOCALS = {"item", "key", "records", "found", "matched"}  # the loops of a batch tool's body
+_BATCH_LOCALS = {"item", "key", "values", "records", "found", "matched"}  # the loops of a batch tool's body
 LINE_LENGTH = 120
 
 
@@ -141,6 +142,12 @@ def item_fields(entity: EntitySpec, items: dict) -> dict[str, FieldSpec]:
 
 
 def _check_batch(op: ToolOperation, entity: EntitySpec, props: dict) -> None:
+    if op.kind == "action" and op.action in ("append", "remove"):
+        lists = {f.name for f in entity.fields if f.format == "list"}
+        keys = list_edit_keys(entity.name, {f.name for f in entity.fields}, batch_items(op, props))
+        if op.field not in lists or keys is None:
+            raise CodegenError(f"the items of {op.batch_param!r} name no {entity.name} and values of a list field")
+        return
     if op.kind not in ("create", "delete", "get"):
         raise CodegenError(f"a batch {op.kind} is not supported")
     prop = props.get(op.batch_param or "")
@@ -452,6 +459,15 @@ _STORES = {
     "sqlite": _call("_SqliteStore", STATE, _Code("_PRIMARY_KEYS"), _Code("_BOOLEAN_FIELDS")),
     "files": _call("_FileStore", STATE, _Code("_PRIMARY_KEYS")),
 }
+
+
+def _store(spec: EnvSpec) -> _Call:
+    """The store a tool opens: a sqlite one with list columns decodes them (`_LIST_FIELDS`)."""
+    if spec.backend == "sqlite" and any(f.format == "list" for e in spec.entities for f in e.fields):
+        return _call("_SqliteStore", STATE, _Code("_PRIMARY_KEYS"), _Code("_BOOLEAN_FIELDS"), _Code("_LIST_FIELDS"))
+    return _STORES[spec.backend]
+
+
 _STATE_DOCS = {
     "sqlite": "a sqlite3 connection to the session database",
     "files": "the path of the session's state directory (one <table>.json per collection)",
@@ -534,6 +550,9 @@ def _schema(spec: EnvSpec) -> str:
     if spec.backend == "sqlite":
         booleans = {e.table: tuple(f.name for f in e.fields if f.type == "boolean") for e in spec.entities}
         lines += _layout({t: names for t, names in booleans.items() if names}, "", "_BOOLEAN_FIELDS = ")
+        lists = {e.table: tuple(f.name for f in e.fields if f.format == "list") for e in spec.entities}
+        if any(lists.values()):
+            lines += _layout({t: names for t, names in lists.items() if names}, "", "_LIST_FIELDS = ")
     return "\n".join(lines)
 
 
@@ -571,7 +590,7 @@ class _ToolWriter:
 
     def source(self) -> str:
         signature = self._signature()
-        self.body.let("db", _STORES[self.spec.backend])
+        self.body.let("db", _store(self.spec))
         self._require(*[p for p in self.tool.parameters.get("required") or [] if p in self.props])
         getattr(self, f"_batch_{self.op.kind}" if self.op.batch_param else f"_{self.op.kind}")()
         doc = _docstring([self.tool.description if _text(self.tool.description) else self.tool.name], _INDENT)
@@ -910,6 +929,26 @@ class _ToolWriter:
         self.body.do(_call("db.delete", self.table, _item("current", self.pk)))
         self.body.close()
         self.body.ret({"deleted": True, self.op.batch_param or "": items})
+
+    def _batch_action(self) -> None:
+        """Append to or remove from the list field of the row each item names (see ToolOperation)."""
+        named, values, key_field = list_edit_keys(
+            self.entity.name, set(self.fields), batch_items(self.op, self.props)
+        ) or ("", "", "")
+        items = self.v(self.op.batch_param or "")
+        name, given = _Code(f"item.get({_literal(named)})"), _Code(f"item.get({_literal(values)})")
+        self.body.let("found", [])
+        self.body.open(f"for item in {items.text}:")
+        self.body.do(_call("_require", {named: name, values: given}))
+        self.body.let("matched", _call("db.select", self.table, {key_field: name}))
+        self.body.open("if not matched:")
+        self.body.refuse("not_found", f"no {self.entity.name} with {key_field} ", name)
+        self.body.close()
+        self.body.do(_call("found.append", _Code(f"(matched[0][{_literal(self.pk)}], {given.text})")))
+        self.body.close()
+        add = self.op.action == "append"
+        edit = _call("_edit_list", DB, self.table, _Code("key"), self.op.field, _Code("values"), add)
+        self.body.ret({self.table: _Code(f"[{_flat(edit)} for key, values in found]")})
 
     def _batch_create(self) -> None:
         values = self._item_values()

@@ -36,6 +36,7 @@ from factory.envs.codegen import (
     unsupported_tools,
 )
 from factory.envs.entities.outputs import Paging, paging_style, range_field
+from factory.envs.entities.params import list_edit_keys
 from factory.envs.toolkit.common import MAX_LIMIT, _cursor_token
 from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.models import EntitySpec, EnvSpec, FieldSpec, StateCheck, TestCase, TestExpect, ToolSpec
@@ -234,7 +235,10 @@ class _Cases:
 
     def effect(self, what: str, args: dict[str, Any], expect: TestExpect, state: list[StateCheck]) -> None:
         """A case whose success must also leave `state` behind."""
+        made = len(self.cases)
         self.add(what, args, expect)
+        if len(self.cases) == made:  # the schema refuses its arguments
+            return
         case = self.cases.pop()
         self.cases.append(case.model_copy(update={"state": state}))
 
@@ -872,6 +876,41 @@ class _Cases:
                 self.add(
                     f"two items with one {key}", {arg: [items[0], {**items[1], key: items[0][key]}]}, _fail("conflict")
                 )
+
+    def _batch_action_append(self) -> None:
+        self.batch_list_edit(add=True)
+
+    def _batch_action_remove(self) -> None:
+        self.batch_list_edit(add=False)
+
+    def batch_list_edit(self, add: bool) -> None:
+        """Two rows named by their key field: one value each is added (plus one already held, kept once) or
+        removed (plus one not held, a no-op); an item naming no row fails the call."""
+        keys = list_edit_keys(self.entity.name, set(self.fields), self.items)
+        if keys is None:
+            return
+        named, values, column = keys
+        field = self.op.field or ""
+        arg = self.op.batch_param or ""
+        unique = [r for r in self.rows if sum(x.get(column) == r.get(column) for x in self.rows) == 1]
+        rows = [r for r in unique if isinstance(r.get(column), str) and (add or r.get(field))][:2]
+        if not rows:
+            return
+        items, expected = [], []
+        for n, r in enumerate(rows, 1):
+            held = list(r.get(field) or [])
+            if add:
+                given = [f"new {n} {field}".replace("_", " "), *held[:1]]
+                after = held + given[:1]
+            else:
+                given = [held[0], f"no such {field}".replace("_", " ")]
+                after = held[1:]
+            items.append({named: r[column], values: given})
+            expected.append({self.pk: r[self.pk], field: after})
+        state = [StateCheck(table=self.entity.table, where={self.pk: e[self.pk]}, match=e) for e in expected]
+        self.effect(f"{len(items)} named rows", {arg: items}, _ok({self.entity.table: expected}), state)
+        if self.allows(arg, [{named: MISSING_ID, values: ["x"]}]):
+            self.add("an item naming no row", {arg: [items[0], {named: MISSING_ID, values: ["x"]}]}, _fail("not_found"))
 
     def batch_keys(self) -> tuple[str, Rows]:
         """The column scalar items name rows by, and the rows whose value of it the schema accepts."""

@@ -371,6 +371,9 @@ class _EntityRows:
             return self._datetime(n).isoformat()
         if f.type in ("integer", "number"):
             return self._number(f, n)
+        if f.format == "list":  # an entity's observations: a few distinct sentences
+            said = [values.phrase(self.rng, self.entity.name, n) for _ in range(self.rng.randint(1, 3))]
+            return list(dict.fromkeys(said))
         return _conform(self._string(f, n, row, i), f.pattern)
 
     def _date(self, n: str) -> dt.date:

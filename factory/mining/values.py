@@ -221,6 +221,8 @@ DISHES = [
 ]
 RAW_MATERIALS = ["Aluminum Sheet", "Steel Rod", "Copper Wire", "ABS Pellets", "Plywood Panel", "Cotton Fabric"]
 RAW_MATERIALS += ["Epoxy Resin", "Nylon Thread", "Glass Fiber", "Rubber Gasket", "PVC Pipe", "Brass Fitting"]
+GRAPH_NODE_TYPES = ["person", "organization", "project", "place", "event"]
+GRAPH_RELATION_TYPES = ["works_at", "knows", "manages", "leads", "located_in"]
 SIZES = ["2 mm", "5 mm", "10 mm", "1 m", "25 kg", "50 m", "Grade A", "Type B"]
 REWARDS = ["$10 Gift Card", "$25 Gift Card", "Free Coffee", "Movie Tickets (2)", "Free Shipping", "Priority Boarding"]
 REWARDS += ["Spa Voucher", "Free Dessert", "Lounge Pass", "Room Upgrade", "Branded Tote Bag", "Wireless Earbuds"]
@@ -793,6 +795,10 @@ def field_value(
         if entity in ("pay_run", "payroll", "payslip"):
             return "{}-{:02d}".format(*month_in(rng, years, last_month, first_month))
         return budget_period(rng, years, last_month, first_month)
+    if n in ("entity_type", "node_type"):  # a knowledge graph's nodes and edges
+        return pick(rng, GRAPH_NODE_TYPES)
+    if n in ("relation_type", "edge_type"):
+        return pick(rng, GRAPH_RELATION_TYPES)
     if n in ("department", "dept", "department_name"):
         return pick(rng, DEPARTMENTS)
     if n in ("team", "team_name", "squad"):

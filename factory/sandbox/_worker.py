@@ -762,10 +762,19 @@ def _table_rows(conn, name: str) -> tuple:
     return tuple(d[0] for d in cur.description), cur.fetchall()
 
 
+def _decoded(row: dict, lists: tuple) -> dict:
+    """A row with its list columns read back from their JSON text, as the tools see them."""
+    for name in lists:
+        if isinstance(row.get(name), str):
+            row[name] = json.loads(row[name])
+    return row
+
+
 def _snapshot(session: Session, pks: dict, changed_only: bool = False) -> tuple:
     """(tables, names of the tables left out because they equal the seed's: only when `changed_only`)."""
     tables = {}
     conn = session.conn
+    lists = session.env.namespace.get("_LIST_FIELDS") or {}  # list columns, kept as JSON text (tools.py)
     if conn is not None:
         seed = session.env.seed_tables() if changed_only else {}
         written = session.written_tables() if changed_only else None
@@ -778,7 +787,7 @@ def _snapshot(session: Session, pks: dict, changed_only: bool = False) -> tuple:
             if seed.get(name) == read:
                 same.append(name)
             else:
-                tables[name] = [dict(zip(cols, row, strict=True)) for row in rows]
+                tables[name] = [_decoded(dict(zip(cols, row, strict=True)), lists.get(name, ())) for row in rows]
         return tables, same
     for dirpath, _, filenames in os.walk(session.dir):
         for fn in sorted(filenames):

@@ -60,23 +60,44 @@ MEMORY = {
         _tool("create_relations", WRITE, "relations", RELATION),
         _tool("delete_entities", DESTROY, "entityNames", {"type": "string"}),
         _tool("delete_relations", DESTROY, "relations", RELATION),
-        _tool("open_nodes", READ, "names", {"type": "string"}),
+        # the server's open_nodes answers {"entities": [...], "relations": [...]}: rows of entity, not of a node
+        {
+            **_tool("open_nodes", READ, "names", {"type": "string"}),
+            "outputSchema": {
+                "type": "object",
+                "properties": {"entities": {"type": "array", "items": ENTITY}, "relations": {"type": "array"}},
+            },
+        },
     ]
 }
+OBSERVATION = {
+    "type": "object",
+    "properties": {"entityName": NAME, "observations": {"type": "array", "items": {"type": "string"}}},
+    "required": ["entityName", "observations"],
+}
+ADDITION = {
+    **OBSERVATION,
+    "properties": {"entityName": NAME, "contents": OBSERVATION["properties"]["observations"]},
+    "required": ["entityName", "contents"],
+}
+LIST_EDITS = [
+    _tool("add_observations", WRITE, "observations", ADDITION),
+    _tool("delete_observations", DESTROY, "deletions", OBSERVATION),
+]
 ROWS = {
     "entities": [
-        {"id": "ent_0001", "name": "Ada", "entity_type": "person"},
-        {"id": "ent_0002", "name": "Bob", "entity_type": "person"},
-        {"id": "ent_0003", "name": "Cyd", "entity_type": "robot"},
-        {"id": "ent_0004", "name": "Dee", "entity_type": "robot"},
+        {"id": "ent_0001", "name": "Ada", "entity_type": "person", "observations": ["likes tea", "codes"]},
+        {"id": "ent_0002", "name": "Bob", "entity_type": "person", "observations": []},
+        {"id": "ent_0003", "name": "Cyd", "entity_type": "robot", "observations": ["beeps"]},
+        {"id": "ent_0004", "name": "Dee", "entity_type": "robot", "observations": ["beeps", "rolls"]},
     ],
     "relations": [{"id": "rel_0001", "from": "Ada", "to": "Bob", "relation_type": "knows"}],
-    "nodes": [{"id": "nod_0001", "name": "Ada"}, {"id": "nod_0002", "name": "Bob"}],
 }
+LISTS = {"entities": ("observations",)}  # list columns, JSON text in sqlite
 
 
 def memory_spec() -> EnvSpec:
-    [topic] = topics_from_tools_list(MEMORY, "memory.json")
+    [topic] = topics_from_tools_list({"tools": [*MEMORY["tools"], *LIST_EDITS]}, "memory.json")
     entities, tools = infer_entities(topic)
     return EnvSpec(id="memory", title="Memory", topic_id=topic.id, description="", tools=tools, entities=entities)
 
@@ -88,7 +109,8 @@ def seed_sqlite(spec: EnvSpec, conn: sqlite3.Connection) -> sqlite3.Connection:
     for table, rows in ROWS.items():
         for r in rows:
             columns = ", ".join(f'"{c}"' for c in r)
-            conn.execute(f'INSERT INTO "{table}" ({columns}) VALUES ({", ".join("?" * len(r))})', list(r.values()))
+            values = [json.dumps(v) if isinstance(v, list) else v for v in r.values()]
+            conn.execute(f'INSERT INTO "{table}" ({columns}) VALUES ({", ".join("?" * len(r))})', values)
     conn.commit()
     return conn
 
@@ -117,7 +139,8 @@ class Memory:
         if isinstance(self.state, str):
             return json.loads((Path(self.state) / f"{table}.json").read_text())
         cur = self.state.execute(f'SELECT * FROM "{table}" ORDER BY 1')
-        return [dict(zip([c[0] for c in cur.description], r, strict=True)) for r in cur.fetchall()]
+        rows = [dict(zip([c[0] for c in cur.description], r, strict=True)) for r in cur.fetchall()]
+        return [{k: json.loads(v) if k in LISTS.get(table, ()) else v for k, v in r.items()} for r in rows]
 
     def snapshot(self) -> Snapshot:
         return Snapshot(tables={t: self.table(t) for t in ROWS})
@@ -136,7 +159,23 @@ def test_batch_tools_get_the_single_item_operation_over_their_array() -> None:
         "create_relations": {"kind": "create", "entity": "relation", "batch_param": "relations"},
         "delete_entities": {"kind": "delete", "entity": "entity", "batch_param": "entityNames", "key_field": "name"},
         "delete_relations": {"kind": "delete", "entity": "relation", "batch_param": "relations"},
-        "open_nodes": {"kind": "get", "entity": "node", "batch_param": "names", "key_field": "name"},
+        "open_nodes": {"kind": "get", "entity": "entity", "batch_param": "names", "key_field": "name"},
+        "add_observations": {
+            "kind": "action",
+            "entity": "entity",
+            "action": "append",
+            "field": "observations",
+            "batch_param": "observations",
+            "key_field": "name",
+        },
+        "delete_observations": {
+            "kind": "action",
+            "entity": "entity",
+            "action": "remove",
+            "field": "observations",
+            "batch_param": "deletions",
+            "key_field": "name",
+        },
     }
     create = spec.tool("create_entities")
     assert create.parameters["properties"]["entities"]["items"] == ENTITY  # the declared interface is kept
@@ -151,30 +190,57 @@ def test_batch_tools_get_the_single_item_operation_over_their_array() -> None:
 
 
 def test_batches_without_a_single_item_meaning_get_no_code() -> None:
-    observation = {
-        "type": "object",
-        "properties": {"entityName": NAME, "observations": {"type": "array", "items": {"type": "string"}}},
-        "required": ["entityName", "observations"],
-    }
-    tools = [
-        *MEMORY["tools"],
-        _tool(
-            "add_observations",
-            WRITE,
-            "observations",
-            {**observation, "properties": {"entityName": NAME, "contents": observation["properties"]["observations"]}},
-        ),
-        _tool("delete_observations", DESTROY, "deletions", observation),
-        _tool("delete_colors", DESTROY, "colors", {"type": "string"}),
-    ]
+    tools = [*MEMORY["tools"], _tool("delete_colors", DESTROY, "colors", {"type": "string"})]
     [topic] = topics_from_tools_list({"tools": tools}, "memory.json")
     entities, finished = infer_entities(topic)
     spec = EnvSpec(id="m", title="M", topic_id=topic.id, description="", tools=finished, entities=entities)
-    # a deletion that names contents inside a row (no column holds them) is no row delete
-    assert unsupported_tools(spec)["delete_observations"] == "batch items hold values that are no field: observations"
     assert "delete_colors" in unsupported_tools(spec)
-    fields = {f.name: f.references for f in {e.name: e for e in entities}["observation"].fields}
-    assert fields["entity_name"] == "entity.name"  # `<x>_name` names a row of x
+    assert set(unsupported_tools(spec)) == {"delete_colors"}
+
+
+def test_observations_are_a_list_field_that_batch_edits_append_to_and_remove_from() -> None:
+    """`add_observations({entityName, contents})` edits the named entity's `observations`, the list its create
+    items carry: no `observation` table whose rows hold no content."""
+    spec = memory_spec()
+    assert [e.name for e in spec.entities] == ["entity", "relation"]
+    fields = {f.name: f for f in spec.entities[0].fields}
+    assert fields["observations"].format == "list" and fields["observations"].required
+    add, remove = spec.tool("add_observations").operation, spec.tool("delete_observations").operation
+    assert add is not None and remove is not None
+    assert (add.kind, add.action, add.field, add.key_field, add.batch_param) == (
+        "action",
+        "append",
+        "observations",
+        "name",
+        "observations",
+    )
+    assert (remove.action, remove.field, remove.batch_param) == ("remove", "observations", "deletions")
+    assert spec.tool("open_nodes").operation.entity == "entity"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "files"])
+def test_list_edits_add_what_a_row_lacks_and_remove_what_it_holds(memory: Memory) -> None:
+    added = memory.call(
+        "add_observations",
+        observations=[
+            {"entityName": "Ada", "contents": ["hikes", "likes tea"]},
+            {"entityName": "Bob", "contents": ["x"]},
+        ],
+    )
+    assert [(r["name"], r["observations"]) for r in added["entities"]] == [
+        ("Ada", ["likes tea", "codes", "hikes"]),  # held once, in order
+        ("Bob", ["x"]),
+    ]
+    assert OutputCheck(memory.spec.tool("add_observations").output or {}).problem(added) is None
+    removed = memory.call("delete_observations", deletions=[{"entityName": "Dee", "observations": ["beeps", "z"]}])
+    assert removed["entities"][0]["observations"] == ["rolls"]
+    rows = {r["name"]: r["observations"] for r in memory.table("entities")}
+    assert rows == {"Ada": ["likes tea", "codes", "hikes"], "Bob": ["x"], "Cyd": ["beeps"], "Dee": ["rolls"]}
+    before = memory.snapshot()
+    missing = memory.call("add_observations", observations=[{"entityName": "Zed", "contents": ["y"]}])
+    assert missing["error"]["code"] == "not_found" and memory.snapshot() == before
+    read = memory.call("open_nodes", names=["Dee"])
+    assert read["entities"][0]["observations"] == ["rolls"]  # read back as a list, not JSON text
 
 
 def test_a_batch_create_writes_one_row_per_item(memory: Memory) -> None:
@@ -216,7 +282,7 @@ def test_batch_deletes_and_gets_name_rows_by_their_key_field(memory: Memory) -> 
     gone = memory.call("delete_relations", relations=[{"from": "Ada", "to": "Bob", "relationType": "knows"}])
     assert gone["deleted"] is True and memory.table("relations") == []
     nodes = memory.call("open_nodes", names=["Bob", "Ada"])
-    assert [n["name"] for n in nodes["nodes"]] == ["Bob", "Ada"]
+    assert [n["name"] for n in nodes["entities"]] == ["Bob", "Ada"]
     assert OutputCheck(memory.spec.tool("open_nodes").output or {}).problem(nodes) is None
     assert (
         OutputCheck(memory.spec.tool("delete_entities").output or {}).problem({"deleted": True, "entityNames": []})
@@ -263,4 +329,8 @@ def test_the_real_memory_server_keeps_its_batch_tools() -> None:
     entities, tools = infer_entities(topic)
     spec = EnvSpec(id="memory", title="Memory", topic_id=topic.id, description="", tools=tools, entities=entities)
     coded = {t.name for t in tools if t.operation is not None} - set(unsupported_tools(spec))
-    assert len(coded) >= 7, unsupported_tools(spec)
+    assert coded == {t["name"] for t in json.loads(REAL.read_text())["tools"]}, unsupported_tools(spec)
+    ops = {t.name: t.operation for t in tools}
+    # every read acts on the entities the tools write (no `nodes` table that nothing fills)
+    assert {ops[n].entity for n in ("search_nodes", "open_nodes", "read_graph")} == {"entity"}  # type: ignore[union-attr]
+    assert (ops["add_observations"].action, ops["delete_observations"].action) == ("append", "remove")  # type: ignore[union-attr]

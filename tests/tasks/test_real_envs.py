@@ -178,21 +178,22 @@ def test_a_listing_needing_a_scope_and_a_parent_id_reads_them_from_the_parent(tm
 
 
 @needs_real
-def test_a_search_with_a_required_query_gives_a_program_task(tmp_path_factory, monkeypatch):
-    """The memory server reads its nodes only through `search_nodes(query)`: a program counts the nodes a
-    word of their names finds, and the question says which word and which field."""
+def test_the_memory_server_s_entities_give_program_tasks(tmp_path_factory, monkeypatch):
+    """The memory server lists its entities through `read_graph` (all at once) and has nothing to filter them
+    by but their free-text `entityType`, which holds a few kinds: a program counts the entities of one kind."""
     monkeypatch.delenv("FACTORY_DIFFICULTY", raising=False)
     memory = _real_env(tmp_path_factory, "mcp/mcp-memory-tools-list.json")
     result = synthesize_tasks(memory, n=4, seed=0)
-    assert result.tasks, nothing_kept(result)
-    (task,) = [t for t in result.tasks if t.kind == "program"]
-    word = re.search(r"name contains \"?(\w+)", task.question)
-    assert word, task.question
+    programs = [t for t in result.tasks if t.kind == "program"]
+    assert programs, nothing_kept(result)
     with Environment.open(memory) as env, env.session() as s:
-        nodes = s.snapshot().tables["nodes"]
-    expected = sum(word.group(1).casefold() in n["name"].casefold() for n in nodes)
-    assert 2 <= expected < len(nodes) and task.answer == expected, (task.answer, expected)
-    assert f"query={word.group(1)!r}" in task.gold
+        entities = s.snapshot().tables["entities"]
+    for task in programs:
+        kind = re.search(r'entity type is "(\w+)"', task.question)
+        assert kind, task.question
+        expected = sum(e["entity_type"] == kind.group(1) for e in entities)
+        assert 2 <= expected < len(entities) and task.answer == expected, (task.answer, expected)
+        assert "tools.read_graph(" in task.gold
 
 
 @needs_real

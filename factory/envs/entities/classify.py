@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from factory.envs.entities.names import ToolName, namespace_of, read_tool
 from factory.envs.entities.params import (
     amount_param,
+    base_type,
     batch_param,
     find_key,
     id_entities,
@@ -46,7 +47,7 @@ from factory.lexicon import (
     VERB_FIELDS,
 )
 from factory.models import ActionKind, JsonSchema, OperationKind, ToolSpec
-from factory.naming import is_plural, plural, singular, split_words
+from factory.naming import is_plural, plural, singular, snake_case, split_words
 
 WRITES = ("create", "update", "delete", "action")
 
@@ -253,7 +254,31 @@ def settle_names(plans: list[Plan], fixed: list[str] | None) -> list[Plan]:
                 confirmed.add(p.entity)
             confirmed.update(x for x in id_entities(p.props) if x not in NOT_ENTITIES)
     tables = {plural(e): e for e in confirmed}
-    return [_settle_name(p, confirmed, tables, fixed is not None) for p in plans]
+    settled = [_settle_name(p, confirmed, tables, fixed is not None) for p in plans]
+    if fixed is not None:
+        return settled
+    written = {p.entity for p in settled if p.kind in WRITES} | {x for p in settled for x in id_entities(p.props)}
+    return [p if p.entity in written else _answered_entity(p, tables) for p in settled]
+
+
+def _answered_entity(p: Plan, tables: dict[str, str]) -> Plan:
+    """A read of a noun no tool writes reads the entity its declared output lists: the memory server's
+    `search_nodes`, `open_nodes` and `read_graph` answer `{"entities": [...], "relations": [...]}`, rows of
+    `entity`."""
+    if p.kind not in (None, "list", "search", "get"):
+        return p
+    if p.kind is None and (_hint(p.spec, "readOnlyHint") is not True or p.required):
+        return p
+    props = (p.spec.output or {}).get("properties")
+    listed = [
+        tables[snake_case(k) or k]
+        for k, v in (props.items() if isinstance(props, dict) else [])
+        if (snake_case(k) or k) in tables and isinstance(v, dict) and base_type(v) == "array"
+    ]
+    if not listed or p.entity in listed:
+        return p
+    kind = p.kind or ("search" if any(q in p.props for q in QUERY_NAMES) else "list")
+    return replace(p, kind=kind, entity=listed[0], reason="")
 
 
 def _read_namespaced(plans: list[Plan], known: set[str]) -> list[Plan]:

@@ -174,7 +174,9 @@ def output_fields(p: Plan) -> list[tuple[str, JsonSchema, bool]]:
     """Columns of the record a tool says it returns (a known output schema), without the row's own key
     and without the fields of the response around it (total, next_offset, error...)."""
     out = p.spec.output
-    if not isinstance(out, dict) or not p.entity or p.kind in ("delete", "aggregate") or p.action == "transfer":
+    if not isinstance(out, dict) or not p.entity or p.kind in ("delete", "aggregate"):
+        return []
+    if p.action in ("transfer", "append", "remove"):  # what moved or was edited, not a row
         return []
     record = _output_record(out, p.entity)
     if record is None or (p.kind in ("list", "search") and record is out):
@@ -190,10 +192,12 @@ def output_fields(p: Plan) -> list[tuple[str, JsonSchema, bool]]:
 
 def field_schema(f: FieldSpec) -> JsonSchema:
     """JSON schema of one column's values. A `json` column holds any JSON value (the files backend keeps
-    what was written, sqlite gives back its text), so it names no type."""
+    what was written, sqlite gives back its text), so it names no type; a `list` column is a list of texts."""
     base: JsonSchema
     if f.format == "json":
         base = {}
+    elif f.format == "list":
+        base = {"type": "array", "items": {"type": "string"}}
     elif f.type in ("date", "datetime"):
         base = {"type": "string", "format": "date" if f.type == "date" else "date-time"}
     else:

@@ -65,6 +65,15 @@ def _string_format(name: str, fmt: object) -> str | None:
     return fmt if isinstance(fmt, str) and fmt else None
 
 
+def list_field(name: str, schema: JsonSchema, required: bool = False) -> FieldSpec | None:
+    """A list-of-texts column for an array of strings a batch write's items carry (an entity's `observations`)."""
+    if not _texts(schema):
+        return None
+    return FieldSpec(
+        name=name, type="string", format="list", required=required, description=str(schema.get("description") or "")
+    )
+
+
 def field_from_param(name: str, schema: JsonSchema, required: bool = False) -> FieldSpec | None:
     """A column for a parameter, or None for parameters that are not one (arrays, objects)."""
     t = base_type(schema)
@@ -139,6 +148,31 @@ def batch_param(props: dict[str, JsonSchema], required: list[str]) -> str | None
         return None
     items = props[required[0]].get("items")
     return required[0] if isinstance(items, dict) and base_type(items) in ("object", "string", "integer") else None
+
+
+def _texts(schema: object) -> bool:
+    items = schema.get("items") if isinstance(schema, dict) else None
+    return base_type(schema) == "array" and isinstance(items, dict) and base_type(items) == "string"
+
+
+def list_edit_keys(entity: str, fields: set[str], items: JsonSchema) -> tuple[str, str, str] | None:
+    """How the items of a batch edit of a list field name their row and carry the values, as declared:
+    (the key naming the row, the key holding the values, the field it names the row by). `{entityName,
+    contents}` of `add_observations` -> ("entityName", "contents", "name"); None when the items are not so."""
+    props = items.get("properties") if base_type(items) == "object" else None
+    if not isinstance(props, dict) or len(props) != 2:
+        return None
+    values = [k for k, v in props.items() if _texts(v)]
+    named = [
+        (k, field)
+        for k in props
+        if base_type(props[k]) == "string"
+        and (field := (snake_case(k) or k).removeprefix(f"{entity}_")) in fields
+        and (snake_case(k) or k) != field
+    ]
+    if len(values) != 1 or len(named) != 1:
+        return None
+    return named[0][0], values[0], named[0][1]
 
 
 def batch_items(entity: str, props: dict[str, JsonSchema]) -> tuple[dict[str, JsonSchema], list[str]] | None:

@@ -17,7 +17,16 @@ from typing import Any
 
 from factory.envs.entities.classify import Plan
 from factory.envs.entities.outputs import output_fields
-from factory.envs.entities.params import base_type, field_from_param, field_params, id_entities, is_money
+from factory.envs.entities.params import (
+    base_type,
+    batch_items,
+    field_from_param,
+    field_params,
+    id_entities,
+    is_money,
+    list_edit_keys,
+    list_field,
+)
 from factory.envs.entities.rules import add_effects, add_rules, assign_prefixes, is_counter
 from factory.envs.schema import table_order
 from factory.lexicon import (
@@ -36,11 +45,12 @@ from factory.lexicon import (
     UNIQUE_SUFFIXES,
     VERB_FIELDS,
 )
-from factory.models import EntitySpec, FieldSpec, Rule
+from factory.models import ActionKind, EntitySpec, FieldSpec, Rule
 from factory.naming import plural, snake_case
 
 _RANK = {s: i for i, s in enumerate(LIFECYCLE)}
 _AMOUNT_ACTIONS = ("increment", "decrement", "transfer")
+_LIST_ACTIONS = ("append", "remove")
 _NAMED_RE = re.compile(r"\bname of the ([a-z][a-z ]*)")
 _STATED_RE = re.compile(
     r"\b(?:taken|drawn|deducted|subtracted|consumed|reserved) from (?:the |its )?([a-z][a-z ]*?)'s ([a-z][a-z ]*?)"
@@ -94,7 +104,9 @@ class _Draft:
         for name, schema, required in field_params(p.kind, self.name, p.props, p.required):
             if reading and schema.get("default") is not None and name not in self.fields:
                 continue
-            f = field_from_param(name, schema, required)
+            f = field_from_param(name, schema, required) or (
+                list_field(name, schema, required) if p.batch_param else None
+            )
             if f is not None:
                 self.add(f)
 
@@ -259,6 +271,28 @@ def _first_sentence(text: str) -> str:
     return text.split(". ")[0].rstrip(".") + "." if text else ""
 
 
+def _list_edits(plans: list[Plan]) -> list[Plan]:
+    """A batch create or delete whose noun is a list field of the rows another batch creates edits that list:
+    `add_observations([{entityName, contents}])` appends to an entity's `observations` and `delete_observations`
+    removes from them (the memory server's knowledge graph), rather than writing rows of an `observation`."""
+    lists: dict[str, tuple[str, set[str]]] = {}  # list field -> (its entity, the fields the entity's items set)
+    for p in plans:
+        rows = batch_items(p.entity, p.props) if p.kind == "create" and p.batch_param and p.entity else None
+        for name, schema in (rows or ({}, []))[0].items():
+            if list_field(name, schema) is not None:
+                lists[name] = (p.entity or "", set(rows[0]) if rows else set())
+    out = []
+    for p in plans:
+        owner = lists.get(plural(p.entity or ""))
+        if p.batch_param and p.kind in ("create", "delete") and owner and owner[0] != p.entity:
+            items = (p.props.get(p.batch_param) or {}).get("items")
+            if isinstance(items, dict) and list_edit_keys(owner[0], owner[1], items) is not None:
+                action: ActionKind = "append" if p.kind == "create" else "remove"
+                p = replace(p, kind="action", action=action, entity=owner[0], field=plural(p.entity or ""))
+        out.append(p)
+    return out
+
+
 def build_entities(plans: list[Plan]) -> tuple[list[EntitySpec], list[Plan]]:
     """Entities from the tools alone, parents first, and the plans with their action fields settled."""
     drafts: dict[str, _Draft] = {}
@@ -268,6 +302,7 @@ def build_entities(plans: list[Plan]) -> tuple[list[EntitySpec], list[Plan]]:
             drafts[name] = _Draft(name=name, from_tools=from_tools)
         return drafts[name]
 
+    plans = _list_edits(plans)
     mapped = [p for p in plans if p.kind is not None and p.entity]
     for p in mapped:
         draft(p.entity or "")
@@ -289,7 +324,7 @@ def build_entities(plans: list[Plan]) -> tuple[list[EntitySpec], list[Plan]]:
             d.add_params(p)
         if p.kind == "create" and not d.description:
             d.description = p.spec.description
-        if p.kind == "action" and p.action is not None:
+        if p.kind == "action" and p.action not in (None, *_LIST_ACTIONS):
             p = _settle_action(p, d)
         settled.append(p)
     # foreign keys: `<x>_id` fields point at x, created as a small entity when no tool lists it

@@ -18,7 +18,7 @@ from typing import Any
 
 from factory.envs.entities.classify import Plan
 from factory.envs.entities.outputs import output_schema, query_param, record_schema, unapplied_params
-from factory.envs.entities.params import base_type, find_key
+from factory.envs.entities.params import base_type, find_key, list_edit_keys
 from factory.envs.interface import declared_names
 from factory.envs.toolkit.common import DEFAULT_LIMIT, MAX_LIMIT
 from factory.lexicon import (
@@ -170,7 +170,7 @@ def finish_tool(p: Plan, entities: dict[str, EntitySpec], declared: bool = False
     entity = entities.get(p.entity or "")
     if p.kind is None or entity is None:
         return _unmapped(tool, p.reason or (f"entity {p.entity!r} is unknown" if p.entity else "not mapped"))
-    if p.batch_param and p.kind in ("create", "delete", "get"):
+    if p.batch_param and (p.kind in ("create", "delete", "get") or p.action in ("append", "remove")):
         return _finish_batch(p, entity)
     params = _Params(entity.name, p.props, p.required, tool.parameters)
     field_names = {f.name for f in entity.fields}
@@ -251,7 +251,7 @@ def _batch_key_field(batch: str, items: JsonSchema, entity: EntitySpec) -> tuple
 
 
 def batch_output(op: ToolOperation, entity: EntitySpec, params: JsonSchema) -> JsonSchema:
-    """What a batch tool returns (see ToolOperation): the rows it made or read, or the items it deleted."""
+    """What a batch tool returns (see ToolOperation): the rows it made, read or edited, or the items it deleted."""
     if op.kind == "delete":
         given = copy.deepcopy(((params.get("properties") or {}).get(op.batch_param or "")) or {})
         props = {"deleted": {"type": "boolean"}, op.batch_param or "": given}
@@ -268,6 +268,14 @@ def _finish_batch(p: Plan, entity: EntitySpec) -> tuple[ToolSpec, str]:
     items = (declared.get(batch) or {}).get("items") if batch else None
     if batch is None or not isinstance(items, dict):
         return _unmapped(tool, "no array parameter holds the batch's items")
+    if p.kind == "action":  # a list field edited on the rows the items name
+        keys = list_edit_keys(entity.name, {f.name for f in entity.fields}, items)
+        if keys is None or p.field not in {f.name for f in entity.fields if f.format == "list"}:
+            return _unmapped(tool, f"the items of {batch} name no {entity.name} and values of its {p.field}")
+        op = ToolOperation(
+            kind="action", entity=entity.name, action=p.action, field=p.field, batch_param=batch, key_field=keys[2]
+        )
+        return tool.model_copy(update={"operation": op, "mutates": True, "output": batch_output(op, entity, {})}), ""
     key_field, why = _batch_key_field(p.batch_param or "", items, entity)
     if why:
         return _unmapped(tool, why)

@@ -385,12 +385,31 @@ def _transfer(
 # --- reading ------------------------------------------------------------------------------------
 
 
+def _edit_list(db: _Store, table: str, key: Any, field: str, values: list[Any], add: bool) -> dict[str, Any]:
+    """Row `key` after adding `values` to its list `field` (those it lacks, in order), or removing them."""
+    current = db.get(table, key) or {}
+    held = list(current.get(field) or [])
+    if add:
+        changed = held + [v for v in dict.fromkeys(values) if v not in held]
+    else:
+        changed = [v for v in held if v not in values]
+    db.update(table, key, {field: changed})
+    return {**current, field: changed}
+
+
 def _search(rows: list[dict[str, Any]], query: Any, fields: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The rows where one of the text `fields` contains `query`, ignoring case; all rows for an empty query."""
+    """The rows where one of the text `fields` (or a text in a list field) contains `query`, ignoring case; all
+    rows for an empty query."""
     if not query:
         return rows
     needle = query.casefold()
-    return [row for row in rows if any(isinstance(row.get(f), str) and needle in row[f].casefold() for f in fields)]
+
+    def holds(value: Any) -> bool:
+        if isinstance(value, list):
+            return any(holds(v) for v in value)
+        return isinstance(value, str) and needle in value.casefold()
+
+    return [row for row in rows if any(holds(row.get(f)) for f in fields)]
 
 
 def _page(rows: list[dict[str, Any]], limit: Any, offset: Any) -> dict[str, Any]:

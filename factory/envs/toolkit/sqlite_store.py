@@ -1,8 +1,8 @@
 """The sqlite backend of generated tools: the session's sqlite3 connection seen as tables of records.
 
 Only parameterized SQL touches the data; table and column names come from the environment's schema.
-SQLite has no boolean or JSON column types, so booleans are read back as `bool` and lists and objects
-are stored as JSON text.
+SQLite has no boolean or JSON column types, so booleans are read back as `bool`, and lists and objects
+are stored as JSON text and list columns read back as lists.
 """
 
 from __future__ import annotations
@@ -20,12 +20,20 @@ def _column_values(values: Any) -> list[Any]:
 
 
 class _SqliteStore:
-    """Tables of a sqlite3 connection; `keys` names each table's primary key, `booleans` its boolean columns."""
+    """Tables of a sqlite3 connection; `keys` names each table's primary key, `booleans` its boolean columns,
+    `lists` its list columns."""
 
-    def __init__(self, conn: sqlite3.Connection, keys: dict[str, str], booleans: dict[str, tuple[str, ...]]) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        keys: dict[str, str],
+        booleans: dict[str, tuple[str, ...]],
+        lists: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
         self.conn = conn
         self.keys = keys
         self.booleans = booleans
+        self.lists = lists or {}
 
     def key(self, table: str) -> str:
         return self.keys[table]
@@ -78,4 +86,7 @@ class _SqliteStore:
         for name in self.booleans.get(table, ()):
             if record.get(name) is not None:
                 record[name] = bool(record[name])
+        for name in self.lists.get(table, ()):
+            if isinstance(record.get(name), str):
+                record[name] = json.loads(record[name])
         return record

@@ -272,5 +272,23 @@ def conditions(e: EntitySpec, rows: Rows, rng: random.Random, exclude: tuple[str
                     out.append(
                         _date_condition(f.name, label, days, int(q * (len(days) - 1)), rng.choice(["before", "after"]))
                     )
+    if not out:  # nothing else to filter on (a knowledge graph's entities): a text field of a few kinds
+        out = _kinds(e, rows, exclude)
     unique = list(dict.fromkeys(out))
     return [c for c in unique if 0 < sum(c.test(r) for r in rows) < n]
+
+
+MAX_KINDS = 6  # a text field with at most this many distinct values names kinds of rows (`entity_type`)
+
+
+def _kinds(e: EntitySpec, rows: Rows, exclude: tuple[str, ...]) -> list[Condition]:
+    """`<field> == value` for each value of a plain text field that holds few distinct values, each of them
+    on two rows or more (a free-text field, unlike an enum's, is read as it is)."""
+    out: list[Condition] = []
+    for f in e.fields:
+        if f.primary_key or f.name in exclude or f.type != "string" or f.format in ("list", "json") or f.unique:
+            continue
+        counts = Counter(r.get(f.name) for r in rows if isinstance(r.get(f.name), str))
+        if 2 <= len(counts) <= MAX_KINDS and min(counts.values()) >= 2:
+            out += [Condition(f.name, "==", value, words(f.name)) for value in sorted(counts)]
+    return out
