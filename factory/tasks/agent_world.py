@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.envs.bundle import Bundle
-from factory.envs.importers import CHECKPOINT_SUFFIX, FREE_TEXT_PARAM, function_name, sampling_records
+from factory.envs.importers import CHECKPOINT_SUFFIX, FREE_TEXT_PARAM, KEY_FIELD, function_name, sampling_records
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
 from factory.naming import snake_case
 from factory.pipeline.code_versions import cached_code_version
@@ -163,12 +163,22 @@ def answer_checks(
 
 def _record_lists(initial: dict[str, list[Any]], final: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
     """The records of both states by the list that holds them, nested lists too: the competitors of an
-    employee's name in a `world.json` keyed by system are the other employees' names, not the other systems'."""
+    employee's name in a `world.json` keyed by system are the other employees' names, not the other systems'.
+    A record the chain changed counts once, as it ends: "from 14 to 9 days" states its before-value, no other
+    record's."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for tables in (initial, final):
-        for name, record in sampling_records(tables):
+    ends = {(name, _identity(r)) for name, r in sampling_records(final)}
+    for name, record in sampling_records(initial):
+        if _identity(record) is None or (name, _identity(record)) not in ends:
             out.setdefault(name, []).append(record)
+    for name, record in sampling_records(final):
+        out.setdefault(name, []).append(record)
     return out
+
+
+def _identity(record: dict[str, Any]) -> str | None:
+    key = record.get("id", record.get(KEY_FIELD))
+    return json.dumps(key) if key is not None else None
 
 
 def solver_worded(spec: EnvSpec, chain: list[ToolCall], question: str) -> list[str]:

@@ -288,6 +288,10 @@ def test_questions_judged_by_effect_and_prose_left_to_the_solver(gateway: Path) 
         assert _verdict(cancel, session_factory, gold[:-1], cancel.answer)  # nothing cancelled
         other = gold[-1].model_copy(update={"args": {**gold[-1].args, "job_id": "hcs_job_3"}})
         assert _verdict(cancel, session_factory, [*gold[:-1], other], cancel.answer)  # the queued job instead
+        # the answer of a write may say what a value was before: that is no other record's value
+        refreshed = "Refreshed src/sync/fetcher.py: blob 9f8e7d6c, new size 1210 bytes (was 900)."
+        assert _verdict(fetch, session_factory, list(fetch.gold), refreshed) == []
+        assert _verdict(fetch, session_factory, list(fetch.gold), "blob 9f8e7d6c, 1210 or 1211 bytes")  # a hedge
 
 
 def test_an_id_the_original_run_created_is_the_one_this_replay_creates(gateway: Path) -> None:
