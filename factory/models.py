@@ -68,7 +68,7 @@ class ToolOperation(_OmitsUnset):
     - create: fields as parameters; returns the created record including its new id.
     - update: `<entity>_id` + optional fields; returns the updated record.
     - delete: `<entity>_id`; returns `{"deleted": true, "<entity>_id": id}`; error `conflict`
-      while other rows reference it.
+      while other rows reference it, except rows of the `cascade` tables, deleted with it.
     - aggregate: optional filters, `field` (numeric, for sum/avg/min/max) and `group_by`; returns
       `{"count", "sum", "avg", "min", "max"}` or `{"groups": [{<group_by>: v, "count", ...}]}`.
     - action: see `action`; `field` is the entity field it changes, `amount_param` the parameter
@@ -101,8 +101,11 @@ class ToolOperation(_OmitsUnset):
     from_values: list[str] | None = None
     batch_param: str | None = None  # the array parameter a batch tool takes its items in, as declared
     key_field: str | None = None  # the field a batch get/delete names rows by (`name`), None: the primary key
+    # delete: the tables whose rows pointing at a deleted row go with it, as the tool says ("delete entities and
+    # their associated relations"); rows of other tables that point at it still refuse the delete (`conflict`)
+    cascade: list[str] | None = None
 
-    omitted_when_none = ("batch_param", "key_field")  # single-item operations dump as before
+    omitted_when_none = ("batch_param", "key_field", "cascade")  # single-item operations dump as before
 
 
 class ToolSpec(_OmitsUnset):

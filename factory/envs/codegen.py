@@ -852,12 +852,24 @@ class _ToolWriter:
         key_p = key_param(self.entity, self.props) or self.pk
         self.body.let("current", self._find())
         key = _item("current", self.pk)
-        for other, fk, ref_field in referrers(self.spec.entities, self.entity):
-            where = {fk: _item("current", ref_field)}
-            self.body.do(_call("_check_unreferenced", DB, self.entity.name, key, other.table, where))
+        self._check_referrers(key)
         self._move_supplies(consumed_supplies(self.spec.entities, self.entity), taking=False)
+        self._delete_referrers()
         self.body.do(_call("db.delete", self.table, key))
         self.body.ret({"deleted": True, key_p: key})
+
+    def _check_referrers(self, key: _Code) -> None:
+        """Refuse deleting `current` while rows point at it, but for the tables the delete takes along."""
+        for other, fk, ref_field in referrers(self.spec.entities, self.entity):
+            if other.table not in (self.op.cascade or []):
+                where = {fk: _item("current", ref_field)}
+                self.body.do(_call("_check_unreferenced", DB, self.entity.name, key, other.table, where))
+
+    def _delete_referrers(self) -> None:
+        """Delete the rows of the cascaded tables that point at `current`."""
+        for other, fk, ref_field in referrers(self.spec.entities, self.entity):
+            if other.table in (self.op.cascade or []):
+                self.body.do(_call("_delete_where", DB, other.table, {fk: _item("current", ref_field)}))
 
     # batch operations: the single-item checks on every item, then the writes (see ToolOperation)
 
@@ -916,16 +928,13 @@ class _ToolWriter:
     def _batch_delete(self) -> None:
         items = self.v(self.op.batch_param or "")
         self._named_rows(items)
-        refs = referrers(self.spec.entities, self.entity)
-        if refs:
+        checked = [r for r in referrers(self.spec.entities, self.entity) if r[0].table not in (self.op.cascade or [])]
+        if checked:
             self.body.open("for current in found:")
-        for other, fk, ref_field in refs:
-            where = {fk: _item("current", ref_field)}
-            key = _item("current", self.pk)
-            self.body.do(_call("_check_unreferenced", DB, self.entity.name, key, other.table, where))
-        if refs:
+            self._check_referrers(_item("current", self.pk))
             self.body.close()
         self.body.open("for current in found:")
+        self._delete_referrers()
         self.body.do(_call("db.delete", self.table, _item("current", self.pk)))
         self.body.close()
         self.body.ret({"deleted": True, self.op.batch_param or "": items})

@@ -361,7 +361,15 @@ class _Cases:
     @cached_property
     def referrers(self) -> list[tuple[EntitySpec, str, str]]:
         """Foreign keys pointing at this tool's entity, found once per tool (an API has hundreds of tables)."""
-        return referrers(self.spec.entities, self.entity)
+        return [r for r in referrers(self.spec.entities, self.entity) if r[0].table not in (self.op.cascade or [])]
+
+    def taken_along(self, row: dict[str, Any]) -> list[StateCheck]:
+        """What a cascading delete of `row` must leave: none of the rows of the cascaded tables pointing at it."""
+        out = []
+        for other, fk, ref in referrers(self.spec.entities, self.entity):
+            if other.table in (self.op.cascade or []) and any(r.get(fk) == row.get(ref) for r in self.rows_of(other)):
+                out.append(StateCheck(table=other.table, where={fk: row.get(ref)}, count=0))
+        return out
 
     def referenced(self, row: dict[str, Any]) -> bool:
         return any(any(r.get(fk) == row.get(ref) for r in self.rows_of(other)) for other, fk, ref in self.referrers)
@@ -822,6 +830,11 @@ class _Cases:
         if free:
             row = self.rng.choice(free)
             self.add("unreferenced row", {self.key: row[self.pk]}, _ok({"deleted": True, self.key: row[self.pk]}))
+        along = [r for r in free if self.taken_along(r)]
+        if along:
+            gone = [StateCheck(table=self.entity.table, where={self.pk: along[0][self.pk]}, count=0)]
+            args, expect = {self.key: along[0][self.pk]}, _ok({"deleted": True, self.key: along[0][self.pk]})
+            self.effect("a row and what points at it", args, expect, gone + self.taken_along(along[0]))
         busy = [r for r in self.rows if self.referenced(r)]
         if busy:
             self.add("row still referenced", {self.key: busy[0][self.pk]}, _fail("conflict"))
@@ -938,6 +951,11 @@ class _Cases:
             rows = self.rng.sample(free, 2)
             state = [StateCheck(table=self.entity.table, where={self.pk: r[self.pk]}, count=0) for r in rows]
             self.effect("two unreferenced rows", {arg: [r[column] for r in rows]}, _ok({"deleted": True}), state)
+        along = [r for r in free if self.taken_along(r)]
+        if along:
+            gone = [StateCheck(table=self.entity.table, where={self.pk: along[0][self.pk]}, count=0)]
+            args = {arg: [along[0][column]]}
+            self.effect("a row and what points at it", args, _ok({"deleted": True}), gone + self.taken_along(along[0]))
         busy = [r for r in named if self.referenced(r)]
         if busy:
             self.add("a row still referenced", {arg: [busy[0][column]]}, _fail("conflict"))

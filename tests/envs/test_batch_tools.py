@@ -290,6 +290,34 @@ def test_batch_deletes_and_gets_name_rows_by_their_key_field(memory: Memory) -> 
     )
 
 
+def test_a_delete_that_says_it_takes_the_relations_along_does(tmp_path: Path) -> None:
+    """The server's `delete_entities` deletes "entities and their associated relations": no conflict, the
+    relations naming a deleted entity go too, the others stay; a delete that does not say so still refuses."""
+    tools = [
+        {**t, "description": "Delete multiple entities and their associated relations from the knowledge graph"}
+        if t["name"] == "delete_entities"
+        else t
+        for t in MEMORY["tools"]
+    ]
+    [topic] = topics_from_tools_list({"tools": tools}, "memory.json")
+    entities, finished = infer_entities(topic)
+    spec = EnvSpec(id="m", title="M", topic_id=topic.id, description="", tools=finished, entities=entities)
+    assert spec.tool("delete_entities").operation.cascade == ["relations"]  # type: ignore[union-attr]
+    assert memory_spec().tool("delete_entities").operation.cascade is None  # type: ignore[union-attr]
+    ns: dict[str, Any] = {}
+    exec(compile(generate_tools(spec), "tools.py", "exec"), ns)
+    conn = seed_sqlite(spec, sqlite3.connect(":memory:"))
+    conn.execute("INSERT INTO relations VALUES (?, ?, ?, ?)", ("rel_0002", "Cyd", "Dee", "knows"))
+    assert ns["delete_entities"](conn, entityNames=["Bob"]) == {"deleted": True, "entityNames": ["Bob"]}
+    left = conn.execute('SELECT "from", "to" FROM relations').fetchall()
+    assert left == [("Cyd", "Dee")]  # Ada -> Bob went with Bob
+    assert [r[0] for r in conn.execute("SELECT name FROM entities ORDER BY 1")] == ["Ada", "Cyd", "Dee"]
+    cases = [c for c in generate_tests(spec, ROWS, seed=0) if c.tool == "delete_entities"]
+    along = next(c for c in cases if c.name.endswith("a row and what points at it"))
+    assert {s.table for s in along.state} == {"entities", "relations"} and all(s.count == 0 for s in along.state)
+    assert not any(c.expect.error_code == "conflict" for c in cases)
+
+
 def test_the_gate_cases_of_batch_tools_hold() -> None:
     spec = memory_spec()
     cases = generate_tests(spec, ROWS, seed=0)

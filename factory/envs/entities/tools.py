@@ -147,7 +147,36 @@ def _unmapped(tool: ToolSpec, reason: str) -> tuple[ToolSpec, str]:
     return tool.model_copy(update={"operation": None}), reason
 
 
+def cascaded(description: str, entity: EntitySpec, entities: list[EntitySpec]) -> list[str] | None:
+    """The tables pointing at `entity` whose rows a delete takes along, as its description says: "delete
+    multiple entities and their associated relations", "delete a project along with its tasks"."""
+    text = description.lower()
+    found = []
+    for other in entities:
+        points = any((f.references or "").partition(".")[0] in (entity.name, entity.table) for f in other.fields)
+        names = "|".join(re.escape(n.replace("_", " ")) for n in (other.table, other.name))
+        if points and re.search(
+            rf"\b(?:and|along with|together with|including) (?:all )?(?:of )?(?:its |their |the )?"
+            rf"(?:associated |related |attached |dependent )?(?:{names})\b",
+            text,
+        ):
+            found.append(other.table)
+    return sorted(found) or None
+
+
 def finish_tool(p: Plan, entities: dict[str, EntitySpec], declared: bool = False) -> tuple[ToolSpec, str]:
+    """The finished tool, and why it has no operation (empty when it has one); a delete says which tables'
+    rows it takes along (`cascaded`)."""
+    tool, why = _finish_tool(p, entities, declared)
+    op = tool.operation
+    entity = entities.get(op.entity) if op is not None else None
+    if op is None or op.kind != "delete" or entity is None:
+        return tool, why
+    cascade = cascaded(tool.description, entity, list(entities.values()))
+    return tool.model_copy(update={"operation": op.model_copy(update={"cascade": cascade})}), why
+
+
+def _finish_tool(p: Plan, entities: dict[str, EntitySpec], declared: bool = False) -> tuple[ToolSpec, str]:
     """The finished tool, and why it has no operation (empty when it has one).
 
     `declared`: the source states the interface (an MCP server's tools/list), so a listing keeps its own

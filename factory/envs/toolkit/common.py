@@ -171,6 +171,13 @@ def _check_unreferenced(db: _Store, entity: str, key: Any, table: str, where: di
         raise _Refusal("conflict", f"{entity} {key!r} is still referenced by {table}")
 
 
+def _delete_where(db: _Store, table: str, where: dict[str, Any]) -> None:
+    """Delete the rows of `table` equal to `where` (those pointing at a row a cascading delete removes)."""
+    key = db.key(table)
+    for row in db.select(table, where):
+        db.delete(table, row[key])
+
+
 def _check_transition(current: dict[str, Any], entity: str, field: str, allowed: tuple[str, ...], target: str) -> None:
     """Refuse moving `field` of `current` to `target` unless it is one of the `allowed` source values."""
     if current[field] not in allowed:
