@@ -18,8 +18,9 @@ Stating is lenient in form and strict in value:
 - booleans: yes/true and no/false, and every such word in the answer must agree, so "yes or no" states neither
   (nor does "Yes, no items are left": a plain answer avoids the other word).
 - text: case, spacing, edge punctuation and `_` as a space; between word boundaries ("order" is not in
-  "reorder"); spelling variants are different values ("cancelled" is not "canceled", as "inactive" is not
-  "active").
+  "reorder"); British and American spellings state the same word ("canceled" states "cancelled", "organization"
+  "organisation", "color" "colour"), other words do not ("inactive" is not "active"). Equality of two values
+  (`answers_match`, state values) stays exact: a status stored as "canceled" is not the enum's "cancelled".
 - lists: every item stated, in any order unless the order was asked; a JSON list holds exactly the items.
 - named values: every value stated; where the answer names the same key, under that key.
 - JSON answers are decoded and read like prose: {"cancelled": 11} states 11.
@@ -374,11 +375,31 @@ def _find_bool(text: str, expected: bool) -> int | None:
     return words[0].start()
 
 
+# Stems whose British spelling doubles the l before a suffix (cancelled, labelling); other words keep theirs.
+_DOUBLED_L = ("cancel", "label", "model", "travel", "total", "fuel", "signal", "level", "channel", "dial", "counsel")
+
+
+def _spellings(word: str) -> str:
+    """A regular expression for `word` in its British and American spellings (see the module docstring)."""
+    low = word.casefold()
+    for stem in _DOUBLED_L:
+        m = re.fullmatch(rf"{stem}l?(ed|ing|er|ers|ation|ations)", low)
+        if m is not None:
+            return rf"{stem}l?{m.group(1)}" if not m.group(1).startswith("ation") else re.escape(low)
+    m = re.fullmatch(r"(\w{3,}i)[sz](e|ed|es|ing|ation|ations|er|ers)", low)  # organise / organize
+    if m is not None:
+        return rf"{re.escape(m.group(1))}[sz]{m.group(2)}"
+    m = re.fullmatch(r"(\w{2,}o)u?r(s|ed|ing|ful|ite|ites)?", low)  # colour / color, favourite / favorite
+    if m is not None:
+        return rf"{re.escape(m.group(1))}u?r{m.group(2) or ''}"
+    return re.escape(word)
+
+
 def _find_string(text: str, value: str) -> int | None:
     words = unicodedata.normalize("NFKC", value).replace("_", " ").strip(_EDGE_PUNCT).split()
     if not words:
         return None
-    pattern = r"(?<!\w)" + r"[\s_]+".join(re.escape(w) for w in words) + r"(?!\w)"
+    pattern = r"(?<!\w)" + r"[\s_]+".join(_spellings(w) for w in words) + r"(?!\w)"
     m = re.search(pattern, text, re.IGNORECASE)
     return m.start() if m is not None else None
 

@@ -109,7 +109,9 @@ JUDGED = [
             ("pro_0001", "It is PRO_0001.", ["pro_0002"], True),
             ("ord_0003", "Order ord_0003 for $45.00, shipped", ["ord_0001", "ord_0002", 44.0], True),
             ("shipped", "not shipped", [], True),  # negation is not read: the state check carries it
-            ("cancelled", "canceled", [], False),  # spelling variants are different values
+            ("cancelled", "canceled", [], True),  # British and American spellings state one word
+            ("organisation", "The Organization", [], True),
+            ("filed", "filled", [], False),  # other words do not
             ("active", "inactive", [], False),
             ("order", "Reorder soon", [], False),
             ("pro_0001", "pro_00012", [], False),
@@ -252,7 +254,7 @@ DIFFERENT = [
     (0.15, "15"),
     (33.3, "33"),
     (33.336, "33.33"),
-    ("cancelled", "canceled"),  # spelling variants are different values (see the module docstring)
+    ("cancelled", "canceled"),  # a state value equals exactly (an answer states either, see the module docstring)
     ("active", "inactive"),
     ("shipped", "not shipped"),
     ("007", "7"),  # a code with leading zeros is a string, not the number 7
@@ -289,6 +291,9 @@ def test_ordered_lists():
 
 
 CONTAINED = [
+    ("The order was canceled", "cancelled"),  # American spelling of a British value
+    ("Colour: red", "color"),
+    ("The labeling job", "labelling"),
     ("The total is $70.", 70),
     ("It costs 1,234.50 dollars", 1234.5),
     ("Revenue: $1,234.50 (up 3%)", "1234.5"),
@@ -315,7 +320,6 @@ NOT_CONTAINED = [
     ("Balance: -5", 5),
     ("It costs 1,243.50 dollars", 1234.5),
     ("Order ORD-17 shipped", "ORD-1"),
-    ("The order was canceled", "cancelled"),
     ("Reorder soon", "order"),
     ("On 2024-03-05 we sold 3", 5),  # digits of a date are not counts
     ("Opens at 10:30", 30),
