@@ -1026,6 +1026,32 @@ def _expectations(tools: list[ToolSpec], probes: dict[str, Probe]) -> list[TestC
     return out
 
 
+def _chain_args(env_dir: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """The arguments the release's verified chains call each tool with, and the lineage input they come from:
+    the probe that judges what a tool writes tries them after those the data gives, since 40% of the tools of
+    a sample refuse every call made from the data alone (a dashboard id its cards need, a collection and an
+    item of it). A questions file that does not read is the question import's to report; here it gives none."""
+    from factory.tasks.agent_world import load_questions, questions_path
+
+    path = questions_path(env_dir)
+    if not path.is_file():
+        return {}, {}
+    try:
+        questions = load_questions(path)
+    except (ValueError, OSError, UnicodeDecodeError):
+        return {}, {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for q in questions:
+        for call in q.grading_rubric.verified_tool_chain:
+            out.setdefault(function_name(call.tool), []).append(dict(call.args))
+    return out, {"questions": hash_file(path)}
+
+
+def _distinct(args: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    return [a for a in args if not ((k := json.dumps(a, sort_keys=True, default=str)) in seen or seen.add(k))]
+
+
 def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
     """Turn `environment_mix/<id>/` (+ its step-4 checkpoint) into a gated files-backend bundle at `out`."""
     from factory.envs.gate import run_gate
@@ -1064,6 +1090,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
 
     readme = next((p for p in sorted(env_dir.iterdir()) if p.is_file() and p.stem.lower() == "readme"), None)
     title = str(meta.get("name") or env_dir.name)
+    chains, questions = _chain_args(env_dir)
     bookkeeping = bookkeeping_fields(collections)
     spec = EnvSpec(
         id=f"agent-world-{env_dir.name}",
@@ -1079,11 +1106,15 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
         lineage=Lineage(
             stage="import_agent_world",
             code_version=cached_code_version(__name__),
-            inputs={"checkpoint": hash_file(checkpoint), "collections": hash_value(collections)},
+            inputs={"checkpoint": hash_file(checkpoint), "collections": hash_value(collections), **questions},
             generator=GENERATOR,
         ),
     )
-    cases = {t.name: found for t in tools if t.name in sources and (found := candidate_args(t, collections))}
+    cases = {
+        t.name: found
+        for t in tools
+        if t.name in sources and (found := _distinct([*candidate_args(t, collections), *chains.get(t.name, [])]))
+    }
 
     with atomic_dir(Path(out)) as tmp:
         state = tmp / STATE_DIR

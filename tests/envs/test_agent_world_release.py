@@ -5,6 +5,7 @@ logs every lookup, both error shapes, a clock-dependent cache, L1/L2/L3 taxonomy
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -325,3 +326,54 @@ def test_the_released_code_judges_what_is_inside_its_arguments(gateway: Path) ->
         assert s.call("upsertFileTags", {"workspace_id": "hcs_ws_01", "tagz": [tag]}).error.code == (
             "invalid_arguments"
         )
+
+
+COMPARE = """def compareRevisions(base_ref, head_ref, **_extra):
+    import json, os
+    _DB = os.environ.get("MCP_DB_DIR") or "/app/database"
+    def _load(n):
+        with open(os.path.join(_DB, n), encoding="utf-8") as f: return json.load(f)
+    revisions = _load("revisions.json")
+    base = next((r for r in revisions if r["ref"] == base_ref), None)
+    head = next((r for r in revisions if r["ref"] == head_ref), None)
+    if base is None or head is None or base_ref == head_ref:
+        return {"error": {"code": "NOT_FOUND", "message": "two known refs, please"}}
+    logs = _load("request_logs.json")
+    logs.append({"id": "hrl_cmp_" + str(len(logs)), "tool_name": "compareRevisions", "status": "succeeded"})
+    with open(os.path.join(_DB, "request_logs.json"), "w", encoding="utf-8") as f: json.dump(logs, f)
+    return {"base": base["path"], "head": head["path"], "size_change": head["size_bytes"] - base["size_bytes"]}
+"""
+
+
+def test_a_read_the_data_cannot_call_is_probed_with_the_released_chains_arguments(tmp_path: Path) -> None:
+    """Two refs no record field is named after: every call built from the data alone is refused, so only the
+    source (it writes a request log) would judge the tool, a write. The verified chains of the questions call
+    it as the release did; that call only logs, so it is a read."""
+    mix = tmp_path / "environment_mix"
+    shutil.copytree(GATEWAY, mix / GATEWAY.name)
+    checkpoint = json.loads((MIX / f"{GATEWAY.name}_step4_checkpoint.json").read_text())
+    checkpoint["data"]["ToolDesignAgent"]["tool_schemas"].append(
+        {
+            "name": "compareRevisions",
+            "description": "Compare two revisions of the index; every request is logged.",
+            "parameters": {
+                "type": "object",
+                "properties": {"base_ref": {"type": "string"}, "head_ref": {"type": "string"}},
+                "required": ["base_ref", "head_ref"],
+            },
+            "implementation": COMPARE,
+        }
+    )
+    (mix / f"{GATEWAY.name}_step4_checkpoint.json").write_text(json.dumps(checkpoint))
+    without = import_agent_world(mix / GATEWAY.name, tmp_path / "without")
+    assert "compareRevisions" in without.kept_tools
+    assert Bundle.open(tmp_path / "without").spec.tool("compareRevisions").mutates
+    chain = [{"tool": "compareRevisions", "args": {"base_ref": "beef0042", "head_ref": "c0ffee12"}}]
+    question = {"task": "How much larger is c0ffee12 than beef0042?", "reference_answer": "-838"}
+    question["grading_rubric"] = {"success_criteria": [], "verified_tool_chain": chain}
+    (mix / "questions").mkdir()
+    (mix / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": [question]}))
+    import_agent_world(mix / GATEWAY.name, tmp_path / "with")
+    spec = Bundle.open(tmp_path / "with").spec
+    assert not spec.tool("compareRevisions").mutates
+    assert "questions" in spec.lineage.inputs  # the judgement depends on them: a changed file rebuilds
