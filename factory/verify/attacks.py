@@ -14,7 +14,8 @@ Variants (the gold's work done another correct way; must pass):
   with its numbers in currency or units and thousands separators.
 Attacks (must fail):
 - `attack_noop`: no calls, no answer; `attack_answer_only` (mutation tasks): the gold's answer, no calls;
-  `attack_echo`: the question as the answer, no calls;
+  `attack_echo`: the question as the answer, no calls; `attack_guess`: "0", no calls (what a policy that never
+  looks answers to any count: a question whose checked answer is 0 rewards not looking);
 - `attack_dump`, `attack_hedge`, `attack_wrong_answer`: the gold's calls with, as the answer, every row of the
   tables holding the answer's values; the answer plus competing values (other rows' values of the same column,
   numeric neighbours); a perturbed answer;
@@ -68,6 +69,7 @@ ATTACKS = (
     "attack_noop",
     "attack_answer_only",
     "attack_echo",
+    "attack_guess",
     "attack_dump",
     "attack_hedge",
     "attack_wrong_answer",
@@ -564,6 +566,10 @@ def _echo(case: _Case) -> list[Probe]:
     return [case.probe("attack_echo", "the question as the answer, no calls", [], case.initial, question)]
 
 
+def _guess(case: _Case) -> list[Probe]:
+    return [case.probe("attack_guess", 'the guess "0", no calls', [], case.initial, "0")]
+
+
 def _holding(case: _Case, value: Any) -> list[tuple[str, str]]:
     """(table, column) pairs where some row of the initial or final state holds `value`."""
     return case.holders.get(_key(value), [])
@@ -905,6 +911,7 @@ BUILDERS: dict[str, Builder] = {
     "attack_noop": _noop,
     "attack_answer_only": _answer_only,
     "attack_echo": _echo,
+    "attack_guess": _guess,
     "attack_dump": _dump,
     "attack_hedge": _hedge,
     "attack_wrong_answer": _wrong_answer,

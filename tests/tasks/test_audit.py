@@ -124,12 +124,40 @@ def test_a_read_only_verifier_that_accepts_any_answer_is_caught(shop):
     result = audit_task(bundle, task, sessions)
     assert codes(result) == {
         "attack_echo_passes",
+        "attack_guess_passes",
         "attack_dump_passes",
         "attack_hedge_passes",
         "attack_wrong_answer_passes",
         "attack_destructive_passes",
         "attack_every_mutator_passes",
     }
+
+
+def test_a_read_whose_checked_answer_is_0_is_caught_by_a_guess(shop):
+    """A reply of "0" with no calls is what a policy that never looks says: a question whose checks it meets
+    (nothing found, by the reference's count) rewards not looking."""
+    bundle, sessions, seed = shop
+    task = Task(
+        id="none",
+        env_id="online-shop",
+        kind="graph",
+        question="How many products are there whose name contains zzz?",
+        answer=0,
+        gold=[ToolCall(tool="list_products", args={})],
+        rubric=[RubricCheck(kind="answer_contains", value=0, competitors=[1, 2])],
+    )
+    result = audit_task(bundle, task, sessions)
+    assert "attack_guess_passes" in codes(result) and not result.kept
+    p = seed["products"][0]
+    priced = task.model_copy(
+        update={
+            "question": f"What is the price of product {p['id']}?",
+            "answer": p["price"],
+            "gold": [ToolCall(tool="get_product", args={"product_id": p["id"]})],
+            "rubric": [RubricCheck(kind="answer_contains", value=p["price"], competitors=[p["price"] + 1])],
+        }
+    )
+    assert "attack_guess_passes" not in codes(audit_task(bundle, priced, sessions))
 
 
 def test_a_rubric_that_checks_only_the_written_row_is_dropped_for_writes_elsewhere(shop):
