@@ -216,8 +216,13 @@ def wanted_values(tool: ToolSpec, spec: EnvSpec) -> list[Wanted]:
     required = set(tool.parameters.get("required") or [])
     entity = tool_entity(tool, spec)
     out: list[Wanted] = []
+    op = tool.operation
     for name, sub in props.items():
         if name in GENERIC_PARAMS:
+            continue
+        if op is not None and name == op.batch_param and op.key_field is not None and op.kind != "create":
+            # a batch naming rows by a field (`entityNames`, `observations[].entityName`) wants that field's values
+            out.append(Wanted(name, op.key_field, entity, frozenset({"string"}), name in required))
             continue
         ident = _id_key(name, entity, spec)
         key, target = ident if ident is not None else (name, entity)

@@ -31,6 +31,7 @@ IntentKind = Literal[
     "delete",
     "transition",
     "adjust",
+    "append",
 ]
 
 # Everyday synonyms for entity and field names (obscured phrasing); anything missing falls back to a generic noun.
@@ -328,6 +329,13 @@ class Phraser:
             ).format(n=n, f=self.field(k), v=value_text(v))
         if it.kind == "delete":
             return self.pick("Delete that {n}.", "Remove that {n} for good.", "Get rid of that {n}.").format(n=n)
+        if it.kind == "append":  # a text added to a list field (an entity's observations)
+            f = self.field(singular(it.field or ""))
+            end = "" if str(it.value).endswith((".", "!", "?")) else "."
+            return self.pick(
+                'Add the {f} "{v}" to that {n}.',
+                'Record this {f} on that {n}: "{v}"{end}',
+            ).format(n=n, f=f, v=it.value, end=end)
         if it.kind == "transition":
             verb = it.verb
             options = ["Mark that {n} as {v}.", "Make sure that {n} ends up {v}."]

@@ -39,11 +39,14 @@ from typing import Any
 import networkx as nx
 
 from factory.envs.bundle import Bundle
+from factory.envs.codegen import batch_items
 from factory.envs.entities.outputs import paging_style
+from factory.envs.entities.params import list_edit_keys
 from factory.envs.runtime import Session
 from factory.envs.toolkit.common import MAX_LIMIT
 from factory.graphs import GENERIC_PARAMS, tool_entity, walk_edges, weighted_walk
 from factory.lexicon import CRUD_VERBS
+from factory.mining.values import phrase
 from factory.models import (
     Difficulty,
     EntitySpec,
@@ -861,8 +864,10 @@ class GraphTaskSynthesizer:
         self, session: Session, tool: ToolSpec, entity: EntitySpec, steps: list[Step], want_constraint: bool
     ) -> Step | None:
         op = tool.operation
-        if op is None or op.action == "transfer":
+        if op is None or op.action in ("transfer", "remove"):
             return None
+        if op.action == "append":
+            return self.append_step(session, tool, entity, steps)
         props = tool.parameters.get("properties") or {}
         required = set(tool.parameters.get("required") or [])
         args, sources = self.id_args(steps, tool, entity, required_only=True)
@@ -920,6 +925,36 @@ class GraphTaskSynthesizer:
         step.stated = stated
         step.constraint = constraint
         step.uses = {sources[key][0]}
+        return step
+
+    def append_step(self, session: Session, tool: ToolSpec, entity: EntitySpec, steps: list[Step]) -> Step | None:
+        """Add a new text to the list field of the chain's latest record of `entity` (`add_observations`): the
+        one item names the row by its key field and carries the text, which the question states."""
+        op = tool.operation
+        src = self.latest(steps, entity.name)
+        if op is None or op.batch_param is None or op.field is None or src is None:
+            return None
+        keys = list_edit_keys(
+            entity.name, {f.name for f in entity.fields}, batch_items(op, tool.parameters.get("properties") or {})
+        )
+        target = steps[src].record or {}
+        if keys is None or not isinstance(target.get(keys[2]), str):
+            return None
+        if self.written_before(steps, entity, target.get(entity.primary_key)):
+            return None
+        named, values, key_field = keys
+        text = phrase(self.rng, entity.name, op.field)
+        if text in (target.get(op.field) or []):
+            return None
+        args = {op.batch_param: [{named: target[key_field], values: [text]}]}
+        result = self.call(session, tool, args)
+        rows = result.get(entity.table) if isinstance(result, dict) else None
+        if not rows or not isinstance(rows[0], dict):
+            return None
+        intent = Intent(kind="append", entity=entity.name, field=op.field, value=text)
+        step = Step(tool, "action", entity.name, [ToolCall(tool=tool.name, args=args)], [result], rows[0], intent)
+        step.stated = [text]
+        step.uses = {src}
         return step
 
     def non_negative(self, entity: EntitySpec, name: str | None) -> bool:

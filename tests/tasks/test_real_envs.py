@@ -18,9 +18,12 @@ from factory.envs.bundle import Bundle
 from factory.envs.entities.tools import UNAPPLIED_NOTE
 from factory.envs.runtime import Environment
 from factory.graphs import NEIGHBOURHOOD_FROM, NEIGHBOURHOOD_RADIUS, weighted_walk
+from factory.models import ToolCall
 from factory.tasks.difficulty import knobs_for
+from factory.tasks.filter import judge
 from factory.tasks.synthesize import nothing_kept, synthesize_tasks
 from factory.tasks.walks import GraphTaskSynthesizer
+from factory.verify.scoring import environment_session_factory, replay_calls
 
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "real"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not here")
@@ -194,6 +197,36 @@ def test_the_memory_server_s_entities_give_program_tasks(tmp_path_factory, monke
         expected = sum(e["entity_type"] == kind.group(1) for e in entities)
         assert 2 <= expected < len(entities) and task.answer == expected, (task.answer, expected)
         assert "tools.read_graph(" in task.gold
+
+
+@needs_real
+def test_memory_walks_add_an_observation_to_the_entity_they_found(tmp_path_factory):
+    """A walk over the memory server finds an entity and adds an observation to it through the batch tool
+    (`observations=[{entityName, contents}]`); the task holds that entity's list to the text the question
+    states, and the same text added to another entity, or another text, fails."""
+    memory = _real_env(tmp_path_factory, "mcp/mcp-memory-tools-list.json")
+    result = synthesize_tasks(memory, n=4, seed=0, kind="graph", knobs=knobs_for("easy"))
+    appends = [t for t in result.tasks if t.gold[-1].tool == "add_observations"]
+    assert appends, result.misses
+    task = appends[0]
+    [item] = task.gold[-1].args["observations"]
+    assert item["contents"][0] in task.question and item["entityName"] in task.question
+    env, sessions = environment_session_factory(Bundle.open(memory))
+    with env:
+        with sessions() as s:
+            names = [e["name"] for e in s.snapshot().tables["entities"]]
+        other = next(n for n in names if n != item["entityName"])
+        wrong = [
+            [
+                *task.gold[:-1],
+                ToolCall(tool="add_observations", args={"observations": [{**item, "entityName": other}]}),
+            ],
+            [*task.gold[:-1], ToolCall(tool="add_observations", args={"observations": [{**item, "contents": ["x"]}]})],
+        ]
+        for calls, passes in [(task.gold, True), *((w, False) for w in wrong)]:
+            run = replay_calls(sessions, calls)
+            answer = str(task.answer)
+            assert judge(task, run.initial, run.final, answer, "all", None, None).passed is passes, calls[-1].args
 
 
 @needs_real
