@@ -288,6 +288,19 @@ def referrers(entities: list[EntitySpec], entity: EntitySpec) -> list[tuple[Enti
     return out
 
 
+Referrer = tuple[EntitySpec, str, str]
+
+
+def delete_referrers(
+    entities: list[EntitySpec], entity: EntitySpec, op: ToolOperation
+) -> tuple[list[Referrer], list[Referrer]]:
+    """The foreign keys pointing at `entity`, split for a delete: those whose rows refuse it (`conflict`), and
+    those of the tables it takes along (`op.cascade`)."""
+    cascade = op.cascade or []
+    found = referrers(entities, entity)
+    return [r for r in found if r[0].table not in cascade], [r for r in found if r[0].table in cascade]
+
+
 _BLANK_VALUES: dict[str, object] = {
     "integer": 0,
     "number": 0,
@@ -461,9 +474,15 @@ _STORES = {
 }
 
 
+def _list_columns(spec: EnvSpec) -> dict[str, tuple[str, ...]]:
+    """Table -> its list columns (`_LIST_FIELDS`), for the tables that have some."""
+    lists = {e.table: tuple(f.name for f in e.fields if f.format == "list") for e in spec.entities}
+    return {t: names for t, names in lists.items() if names}
+
+
 def _store(spec: EnvSpec) -> _Call:
     """The store a tool opens: a sqlite one with list columns decodes them (`_LIST_FIELDS`)."""
-    if spec.backend == "sqlite" and any(f.format == "list" for e in spec.entities for f in e.fields):
+    if spec.backend == "sqlite" and _list_columns(spec):
         return _call("_SqliteStore", STATE, _Code("_PRIMARY_KEYS"), _Code("_BOOLEAN_FIELDS"), _Code("_LIST_FIELDS"))
     return _STORES[spec.backend]
 
@@ -550,9 +569,8 @@ def _schema(spec: EnvSpec) -> str:
     if spec.backend == "sqlite":
         booleans = {e.table: tuple(f.name for f in e.fields if f.type == "boolean") for e in spec.entities}
         lines += _layout({t: names for t, names in booleans.items() if names}, "", "_BOOLEAN_FIELDS = ")
-        lists = {e.table: tuple(f.name for f in e.fields if f.format == "list") for e in spec.entities}
-        if any(lists.values()):
-            lines += _layout({t: names for t, names in lists.items() if names}, "", "_LIST_FIELDS = ")
+        if _list_columns(spec):
+            lines += _layout(_list_columns(spec), "", "_LIST_FIELDS = ")
     return "\n".join(lines)
 
 
@@ -860,16 +878,14 @@ class _ToolWriter:
 
     def _check_referrers(self, key: _Code) -> None:
         """Refuse deleting `current` while rows point at it, but for the tables the delete takes along."""
-        for other, fk, ref_field in referrers(self.spec.entities, self.entity):
-            if other.table not in (self.op.cascade or []):
-                where = {fk: _item("current", ref_field)}
-                self.body.do(_call("_check_unreferenced", DB, self.entity.name, key, other.table, where))
+        for other, fk, ref_field in delete_referrers(self.spec.entities, self.entity, self.op)[0]:
+            where = {fk: _item("current", ref_field)}
+            self.body.do(_call("_check_unreferenced", DB, self.entity.name, key, other.table, where))
 
     def _delete_referrers(self) -> None:
         """Delete the rows of the cascaded tables that point at `current`."""
-        for other, fk, ref_field in referrers(self.spec.entities, self.entity):
-            if other.table in (self.op.cascade or []):
-                self.body.do(_call("_delete_where", DB, other.table, {fk: _item("current", ref_field)}))
+        for other, fk, ref_field in delete_referrers(self.spec.entities, self.entity, self.op)[1]:
+            self.body.do(_call("_delete_where", DB, other.table, {fk: _item("current", ref_field)}))
 
     # batch operations: the single-item checks on every item, then the writes (see ToolOperation)
 
@@ -928,8 +944,7 @@ class _ToolWriter:
     def _batch_delete(self) -> None:
         items = self.v(self.op.batch_param or "")
         self._named_rows(items)
-        checked = [r for r in referrers(self.spec.entities, self.entity) if r[0].table not in (self.op.cascade or [])]
-        if checked:
+        if delete_referrers(self.spec.entities, self.entity, self.op)[0]:
             self.body.open("for current in found:")
             self._check_referrers(_item("current", self.pk))
             self.body.close()

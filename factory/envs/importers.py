@@ -1048,8 +1048,7 @@ def _chain_args(env_dir: Path) -> tuple[dict[str, list[dict[str, Any]]], dict[st
 
 
 def _distinct(args: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: set[str] = set()
-    return [a for a in args if not ((k := json.dumps(a, sort_keys=True, default=str)) in seen or seen.add(k))]
+    return list({json.dumps(a, sort_keys=True, default=str): a for a in args}.values())
 
 
 def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:

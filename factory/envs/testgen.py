@@ -23,6 +23,7 @@ from factory.envs.codegen import (
     closed_states,
     consumed_supplies,
     create_defaults,
+    delete_referrers,
     find_entity,
     is_non_negative,
     item_fields,
@@ -31,7 +32,6 @@ from factory.envs.codegen import (
     ledger_of,
     param_field,
     query_param,
-    referrers,
     searchable_fields,
     unsupported_tools,
 )
@@ -361,15 +361,15 @@ class _Cases:
     @cached_property
     def referrers(self) -> list[tuple[EntitySpec, str, str]]:
         """Foreign keys pointing at this tool's entity, found once per tool (an API has hundreds of tables)."""
-        return [r for r in referrers(self.spec.entities, self.entity) if r[0].table not in (self.op.cascade or [])]
+        return delete_referrers(self.spec.entities, self.entity, self.op)[0]
 
     def taken_along(self, row: dict[str, Any]) -> list[StateCheck]:
         """What a cascading delete of `row` must leave: none of the rows of the cascaded tables pointing at it."""
-        out = []
-        for other, fk, ref in referrers(self.spec.entities, self.entity):
-            if other.table in (self.op.cascade or []) and any(r.get(fk) == row.get(ref) for r in self.rows_of(other)):
-                out.append(StateCheck(table=other.table, where={fk: row.get(ref)}, count=0))
-        return out
+        return [
+            StateCheck(table=other.table, where={fk: row.get(ref)}, count=0)
+            for other, fk, ref in delete_referrers(self.spec.entities, self.entity, self.op)[1]
+            if any(r.get(fk) == row.get(ref) for r in self.rows_of(other))
+        ]
 
     def referenced(self, row: dict[str, Any]) -> bool:
         return any(any(r.get(fk) == row.get(ref) for r in self.rows_of(other)) for other, fk, ref in self.referrers)

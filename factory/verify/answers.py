@@ -383,9 +383,9 @@ def _spellings(word: str) -> str:
     """A regular expression for `word` in its British and American spellings (see the module docstring)."""
     low = word.casefold()
     for stem in _DOUBLED_L:
-        m = re.fullmatch(rf"{stem}l?(ed|ing|er|ers|ation|ations)", low)
+        m = re.fullmatch(rf"{stem}l?(ed|ing|er|ers)", low)
         if m is not None:
-            return rf"{stem}l?{m.group(1)}" if not m.group(1).startswith("ation") else re.escape(low)
+            return rf"{stem}l?{m.group(1)}"
     m = re.fullmatch(r"(\w{3,}i)[sz](e|ed|es|ing|ation|ations|er|ers)", low)  # organise / organize
     if m is not None:
         return rf"{re.escape(m.group(1))}[sz]{m.group(2)}"

@@ -278,9 +278,10 @@ def _list_edits(plans: list[Plan]) -> list[Plan]:
     lists: dict[str, tuple[str, set[str]]] = {}  # list field -> (its entity, the fields the entity's items set)
     for p in plans:
         rows = batch_items(p.entity, p.props) if p.kind == "create" and p.batch_param and p.entity else None
-        for name, schema in (rows or ({}, []))[0].items():
-            if list_field(name, schema) is not None:
-                lists[name] = (p.entity or "", set(rows[0]) if rows else set())
+        if rows is None:
+            continue
+        fields, _ = rows
+        lists.update((name, (p.entity or "", set(fields))) for name, s in fields.items() if list_field(name, s))
     out = []
     for p in plans:
         owner = lists.get(plural(p.entity or ""))
