@@ -896,13 +896,15 @@ def render_tools(
 
 
 class Probe(Model):
-    """What one realistic call did in a fresh session: its error code (None: it succeeded) and the
-    collections whose content it changed."""
+    """What one realistic call did in a fresh session: its error code (None: it succeeded), the collections
+    whose content it changed, and how."""
 
     args: dict[str, Any]
     code: str | None = None
     changed: list[str] = Field(default_factory=list)
-    appended_only: bool = True  # every changed collection only gained records
+    appended_only: bool = True  # every changed collection only gained records, or only moved counters
+    grown: list[str] = Field(default_factory=list)  # collections that only gained records (counters aside)
+    counters: list[str] = Field(default_factory=list)  # "table.field": numbers the call moved up by one
 
 
 def _compared(tables: dict[str, list[Any]], cols: ColumnFilter) -> dict[str, list[Any]]:
@@ -910,17 +912,41 @@ def _compared(tables: dict[str, list[Any]], cols: ColumnFilter) -> dict[str, lis
     return {t: [cols.row(t, r) if isinstance(r, dict) else r for r in rows] for t, rows in tables.items()}
 
 
-def _changes(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> tuple[list[str], bool]:
-    changed = sorted(t for t in set(before) | set(after) if before.get(t) != after.get(t))
-    appended = all(
-        len(after.get(t, [])) > len(before.get(t, []))
-        and all(
-            any(json.dumps(r, sort_keys=True) == json.dumps(x, sort_keys=True) for x in after[t])
-            for r in before.get(t, [])
-        )
-        for t in changed
-    )
-    return changed, appended
+def _counted(old: list[Any], new: list[Any]) -> set[str] | None:
+    """The fields a call moved up by exactly one in records it otherwise left alone (records paired by
+    position, those it appended aside), or None when it changed anything else: a quota's `requests_used`."""
+    if len(new) < len(old):
+        return None
+    moved: set[str] = set()
+    for a, b in zip(old, new, strict=False):
+        if a == b:
+            continue
+        if not isinstance(a, dict) or not isinstance(b, dict) or set(a) != set(b):
+            return None
+        for f in (f for f in a if a[f] != b[f]):
+            x, y = a[f], b[f]
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (x, y)) or y != x + 1:
+                return None
+            moved.add(f)
+    return moved
+
+
+def call_effect(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> Probe:
+    """The changed collections, whether each only gained records or moved counters, and which did which."""
+    probe = Probe(args={}, changed=sorted(t for t in set(before) | set(after) if before.get(t) != after.get(t)))
+    for t in probe.changed:
+        old, new = before.get(t, []), after.get(t, [])
+        moved = _counted(old, new)
+        if moved is None:
+            keep = [json.dumps(r, sort_keys=True) for r in new]
+            grew = len(new) > len(old) and all(json.dumps(r, sort_keys=True) in keep for r in old)
+            probe.appended_only &= grew
+        else:
+            probe.counters += [f"{t}.{f}" for f in sorted(moved)]
+            grew = len(new) > len(old)
+        if grew:
+            probe.grown.append(t)
+    return probe
 
 
 def probe_tools(
@@ -941,13 +967,9 @@ def probe_tools(
                         before = s.snapshot().tables
                         r = s.call(name, args)
                         after = s.snapshot().tables
-                    changed, appended = _changes(_compared(before, cols), _compared(after, cols))
-                    out[name] = Probe(
-                        args=args,
-                        code=r.error.code if r.error is not None else None,
-                        changed=changed,
-                        appended_only=appended,
-                    )
+                    effect = call_effect(_compared(before, cols), _compared(after, cols))
+                    code = r.error.code if r.error is not None else None
+                    out[name] = effect.model_copy(update={"args": args, "code": code})
                     if r.ok:
                         break
     except EnvironmentLoadError:
@@ -956,21 +978,29 @@ def probe_tools(
 
 
 def mutation_by_effect(tool: ToolSpec, probe: Probe | None, bookkeeping: list[str]) -> tuple[bool, list[str]]:
-    """`mutates` judged by what a successful call did, and the collections that are bookkeeping.
+    """`mutates` judged by what a successful call did, and the bookkeeping patterns that effect shows.
 
-    A read (by its name) that only appended records is logging: those collections become bookkeeping and
-    the tool stays a read. A call that changed only bookkeeping is a read. With no successful call to look
-    at, the source's verdict stands.
+    A read (by its name, or by its source) whose call only appended records and moved counters up by one is
+    metering: the records it adds are bookkeeping ("table.+": the table's existing records still count, as a
+    search job that a write cancels) and so are its counters (a key's `daily_requests_used`); the tool stays a
+    read, and an extra read no longer fails a task. A call that changed only bookkeeping is a read. With no
+    successful call to look at, the source's verdict stands.
     """
     if probe is None or probe.code is not None:
         return tool.mutates, []
     ignored = {b[:-2] for b in bookkeeping if b.endswith(".*")}
-    real = [t for t in probe.changed if t not in ignored]
+    logs = {b[:-2] for b in bookkeeping if b.endswith(".+")}
+
+    def metered(table: str) -> bool:  # only what earlier reads showed to be metering: log records, counters
+        counters = {c for c in probe.counters if c.rsplit(".", 1)[0] == table}
+        return counters <= set(bookkeeping) and (table in logs if table in probe.grown else bool(counters))
+
+    real = [t for t in probe.changed if t not in ignored and not metered(t)]
     verb = name_verb(tool.name)
-    if real and probe.appended_only and verb not in WRITE_VERBS and not tool.mutates:
-        return False, real
-    if real and probe.appended_only and verb not in WRITE_VERBS and _reads_by_name(tool.name):
-        return False, real
+    reads = verb not in WRITE_VERBS and (not tool.mutates or _reads_by_name(tool.name))
+    if real and probe.appended_only and reads:
+        grown = [f"{t}.+" for t in real if t in probe.grown]
+        return False, [*grown, *(c for c in probe.counters if c.rsplit(".", 1)[0] not in ignored)]
     if real:
         return True, []
     if tool.mutates and verb in WRITE_VERBS:
@@ -1127,8 +1157,8 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
         probes = probe_tools(tmp, cases, bookkeeping)
         judged: list[ToolSpec] = []
         for t in tools:
-            mutates, logs = mutation_by_effect(t, probes.get(t.name), bookkeeping)
-            bookkeeping += [f"{table}.*" for table in logs if f"{table}.*" not in bookkeeping]
+            mutates, metering = mutation_by_effect(t, probes.get(t.name), bookkeeping)
+            bookkeeping += [p for p in metering if p not in bookkeeping]
             judged.append(t.model_copy(update={"mutates": mutates}))
         tools = judged
         spec = spec.model_copy(update={"tools": tools, "bookkeeping": bookkeeping})

@@ -36,14 +36,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from factory.envs.bundle import Bundle
-from factory.envs.importers import CHECKPOINT_SUFFIX, FREE_TEXT_PARAM, KEY_FIELD, function_name, sampling_records
+from factory.envs.importers import CHECKPOINT_SUFFIX, KEY_FIELD, function_name, sampling_records
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
-from factory.naming import snake_case
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
+from factory.tasks.choices import solver_choices
 from factory.tasks.criteria import asked_facts
 from factory.tasks.end_state import end_state_check
-from factory.tasks.filter import Solver, is_prose
+from factory.tasks.filter import Solver, value_key
 from factory.tasks.programs.verifier import competitors
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
@@ -92,13 +92,21 @@ def load_questions(path: str | Path) -> list[AgentWorldQuestion]:
     return [AgentWorldQuestion.model_validate(item) for item in items]
 
 
-def state_checks(diff: StateDiff, bookkeeping: list[str]) -> list[RubricCheck]:
-    """What the chain did to the state, as rubric checks (rows matched by their key)."""
+def state_checks(diff: StateDiff, bookkeeping: list[str], question: str = "") -> list[RubricCheck]:
+    """What the chain did to the state, as rubric checks (rows matched by their key). An added row is found
+    by its content: the id a create draws depends on the calls before it (one more read, another id), so it
+    counts only where the question states it."""
     cols = ColumnFilter(bookkeeping)
     checks: list[RubricCheck] = []
     for table, d in sorted(diff.tables.items()):
         for row in d.added:
-            where = {k: v for k, v in row.items() if not cols.ignored(table, k) and not isinstance(v, dict | list)}
+            where = {
+                k: v
+                for k, v in row.items()
+                if not cols.ignored(table, k)
+                and not isinstance(v, dict | list)
+                and (k != d.key or answer_contains(question, v))
+            }
             if where:  # a keyed object's one "row" holds only objects: nothing to match it by
                 checks.append(RubricCheck(kind="row_exists", table=table, where=where))
         if d.key is None:
@@ -181,29 +189,6 @@ def _identity(record: dict[str, Any]) -> str | None:
     return json.dumps(key) if key is not None else None
 
 
-def solver_worded(spec: EnvSpec, chain: list[ToolCall], question: str) -> list[str]:
-    """Prose the chain's writes pass in free-text parameters (a cancel `reason`, a `note`) that the question
-    does not state: a solver words its own, so no check may hold it to the release's words."""
-    writes = {t.name for t in spec.tools if t.mutates}
-    return [
-        v
-        for c in chain
-        if c.tool in writes
-        for name, v in c.args.items()
-        if FREE_TEXT_PARAM.search(snake_case(name)) and is_prose(v) and not answer_contains(question, v)
-    ]
-
-
-def worded_fields(diff: StateDiff, texts: list[str]) -> list[str]:
-    """`table.field` of the rows a chain wrote whose value carries one of `texts` (a reason kept as
-    `error_message`)."""
-    out: set[str] = set()
-    for table, d in diff.tables.items():
-        for row in [*d.added, *(c.after for c in d.changed)]:
-            out |= {f"{table}.{f}" for f, v in row.items() if isinstance(v, str) and any(t in v for t in texts)}
-    return sorted(out)
-
-
 def _id_shape(value: str) -> tuple[str, int] | None:
     """What ids of one kind share: their prefix and length (`oso_pol_` and 20 of `oso_pol_MNT42YZ45Q01KZ7W3RC5`;
     a bare hex id's length); None for text that is no generated id."""
@@ -254,18 +239,21 @@ def question_task(
     chain: list[ToolCall] | None = None,
 ) -> Task:
     """A released question as a Task; its rubric comes from replaying the verified chain (or `chain`, the one
-    rebound to this replay's ids) once. Fields that hold prose the solver words are left out of its state
-    checks, as bookkeeping is."""
+    rebound to this replay's ids) once. Fields and outputs that the solver's own choices decide (its words for a
+    reason, a new table's key name: factory/tasks/choices.py) are left out of its checks, as bookkeeping is."""
     if chain is None:
         chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
     replay = replay_calls(session_factory, chain)
     diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
-    worded = worded_fields(diff, solver_worded(spec, chain, q.task))
-    if worded:
-        spec = spec.model_copy(update={"bookkeeping": [*spec.bookkeeping, *worded]})
+    choices = solver_choices(
+        spec, session_factory, chain, replay, q.task, lambda c: rebind_created_ids(session_factory, c, q.task)
+    )
+    if choices.fields:
+        spec = spec.model_copy(update={"bookkeeping": [*spec.bookkeeping, *choices.fields]})
         diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
     produced = [leaf for r in replay.results if r.ok for leaf in json_leaves(r.value)]
     produced += [leaf for c in chain for leaf in json_leaves(c.args)]
+    produced = [v for v in produced if value_key(v) not in choices.outputs]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
     rows = _record_lists(replay.initial.tables, replay.final.tables)
     mutating = {t.name for t in spec.tools if t.mutates}
@@ -276,7 +264,11 @@ def question_task(
     asked = asked_facts(criteria, chain, outputs, q.task)
     answers = answer_checks(reference, produced, criteria, q.task, rows, any_value=not mutates, asked=asked)
     unstated = [value for value, _ in asked if not answer_contains(reference, value)]
-    rubric = [*state_checks(diff, spec.bookkeeping), *answers, end_state_check(spec, replay.initial, replay.final)]
+    rubric = [
+        *state_checks(diff, spec.bookkeeping, q.task),
+        *answers,
+        end_state_check(spec, replay.initial, replay.final),
+    ]
     return Task(
         id="",
         env_id=spec.id,

@@ -39,7 +39,7 @@ from factory.verify.scoring import (
     replay_calls,
     run_gold,
 )
-from factory.verify.state import canonical_state_hash, json_leaves
+from factory.verify.state import canonical_state_hash, json_leaves, state_diff
 
 VALIDATION_RUNS = 5
 MIN_SUCCESSES = 2
@@ -71,7 +71,7 @@ class FilterResult:
     gold: GoldRun | None = None
 
 
-def _key(value: Any) -> tuple[str, Any] | None:
+def value_key(value: Any) -> tuple[str, Any] | None:
     """A comparable form of a scalar: numbers by value (5 == 5.0), text case-folded."""
     if isinstance(value, bool) or value is None:
         return None
@@ -126,23 +126,45 @@ def is_prose(leaf: Any) -> bool:
 
 
 def checked_values(task: Task) -> set[tuple[str, Any]]:
-    """Every value a rubric task's checks hold a run to (fields, rows, answers, the end state's changes)."""
-    return {k for c in task.rubric for leaf in json_leaves([c.value, c.where]) if (k := _key(leaf)) is not None}
+    """Every value a rubric task's checks hold a run to (fields, rows, answers, the end state's changes and the
+    keys of the rows it changes)."""
+    leaves = [leaf for c in task.rubric for leaf in json_leaves([c.value, c.where])]
+    leaves += [k for c in task.rubric if c.kind == "end_state" for k in _changed_keys(c.value)]
+    return {k for leaf in leaves if (k := value_key(leaf)) is not None}
 
 
-def ungrounded_writes(
+def _changed_keys(value: Any) -> list[str]:
+    tables = value.get("tables", {}) if isinstance(value, dict) else {}
+    return [k for t in tables.values() if isinstance(t, dict) for k in t.get("changed", {})]
+
+
+@dataclass(frozen=True)
+class Ungrounded:
+    """A value a gold write passes that neither the question, an earlier output nor a schema default supplies."""
+
+    call: int  # 1-based
+    tool: str
+    param: str
+    value: Any
+
+    def __str__(self) -> str:
+        return f"call {self.call} {self.tool}: {self.param}={self.value!r} is in neither the question nor an output"
+
+
+def ungrounded_values(
     spec: EnvSpec,
     question: str,
     calls: list[ToolCall],
     results: list[ToolResult],
     numbers_free: bool = False,
     checked: set[tuple[str, Any]] | None = None,
-) -> list[str]:
+) -> list[Ungrounded]:
     """Values of write calls that neither the question, an earlier output nor a schema default supplies; with
     `numbers_free` (program tasks) numbers and dates are the program's to compute. Given the `checked` values
-    of the rubric, prose it does not check (a cancel reason in the solver's own words) is the solver's to write."""
+    of the rubric, a value no check holds the run to (a cancel reason in the solver's own words, a timeout it
+    picks) is the solver's to choose."""
     seen: set[tuple[str, Any]] = set()
-    problems: list[str] = []
+    problems: list[Ungrounded] = []
     templates = _templates(question)
     for i, (call, result) in enumerate(zip(calls, results, strict=False)):
         if _mutates(spec, call.tool):
@@ -151,20 +173,16 @@ def ungrounded_writes(
                 if name in GENERIC_PARAMS:
                     continue
                 for leaf in json_leaves(value):
-                    k = _key(leaf)
+                    k = value_key(leaf)
                     if k is None or (numbers_free and k[0] == "n") or k in seen:
                         continue
-                    if answer_contains(question, leaf) or (name in defaults and _key(defaults[name]) == k):
+                    if answer_contains(question, leaf) or (name in defaults and value_key(defaults[name]) == k):
                         continue
-                    if _computed(leaf, numbers_free, templates):
+                    if _computed(leaf, numbers_free, templates) or (checked is not None and k not in checked):
                         continue
-                    if checked is not None and is_prose(leaf) and k not in checked:
-                        continue
-                    problems.append(
-                        f"call {i + 1} {call.tool}: {name}={leaf!r} is in neither the question nor an output"
-                    )
+                    problems.append(Ungrounded(call=i + 1, tool=call.tool, param=name, value=leaf))
         if result.ok:
-            seen.update(k for leaf in json_leaves(result.value) if (k := _key(leaf)) is not None)
+            seen.update(k for leaf in json_leaves(result.value) if (k := value_key(leaf)) is not None)
     return problems
 
 
@@ -174,6 +192,7 @@ def validation_runs(
     solver: Solver,
     *,
     bookkeeping: list[str],
+    keys: dict[str, str] | None = None,
     runs: int = VALIDATION_RUNS,
     seed: int = 0,
     rubric_reward: RubricReward = "all",
@@ -190,7 +209,7 @@ def validation_runs(
         verdict = judge(task, replay.initial, replay.final, trajectory.final_answer, rubric_reward, runner, cache)
         verdicts.append(verdict)
         if verdict.passed:
-            end_states[canonical_state_hash(replay.final, bookkeeping)] += 1
+            end_states[canonical_state_hash(replay.final, bookkeeping, since=replay.initial, keys=keys)] += 1
     consistent = end_states.most_common(1)[0][1] if end_states else 0
     return consistent, verdicts
 
@@ -215,7 +234,7 @@ def filter_task(
         return FilterResult(kept=False, reasons=[f"gold_fails: {gold.error}"], gold=gold)
     reasons = [
         f"ungrounded_write: {p}"
-        for p in ungrounded_writes(
+        for p in ungrounded_values(
             spec,
             task.question,
             gold.trajectory.tool_calls,
@@ -225,7 +244,7 @@ def filter_task(
         )
     ]
     initial, final = gold.replay.initial, gold.replay.final
-    changed = canonical_state_hash(initial, spec.bookkeeping) != canonical_state_hash(final, spec.bookkeeping)
+    changed = not state_diff(initial, final, spec.bookkeeping, keys=spec.primary_keys()).empty
     if task.mutates and not changed:
         reasons.append("no_state_change: the gold of a mutation task leaves the state as it was")
     if not task.mutates and changed:
@@ -240,6 +259,7 @@ def filter_task(
         session_factory,
         solver or GoldSolver(),
         bookkeeping=spec.bookkeeping,
+        keys=spec.primary_keys(),
         runs=runs,
         seed=seed,
         rubric_reward=rubric_reward,

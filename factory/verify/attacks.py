@@ -169,8 +169,8 @@ class _Case:
         self.bookkeeping = [*self.spec.bookkeeping, *(p for p in ignored if p not in self.spec.bookkeeping)]
 
     def hash(self, state: Snapshot) -> str:
-        """The state's canonical hash (bookkeeping and clock columns ignored)."""
-        return canonical_state_hash(state, self.bookkeeping)
+        """The state's canonical hash (bookkeeping, clock columns and what calls added to log tables ignored)."""
+        return canonical_state_hash(state, self.bookkeeping, since=self.initial, keys=self.keys)
 
     @cached_property
     def gold_hash(self) -> str:

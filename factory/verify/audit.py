@@ -104,9 +104,10 @@ def audit_task(
     replayed = judge(
         task, again.replay.initial, again.replay.final, again.trajectory.final_answer, rubric_reward, runner
     )
-    same_state = canonical_state_hash(again.replay.final, spec.bookkeeping) == canonical_state_hash(
-        final, spec.bookkeeping
-    )
+    keys = spec.primary_keys()
+    same_state = canonical_state_hash(
+        again.replay.final, spec.bookkeeping, since=initial, keys=keys
+    ) == canonical_state_hash(final, spec.bookkeeping, since=initial, keys=keys)
     same = (replayed.passed, replayed.score) == (gold_verdict.passed, gold_verdict.score) and same_state
     detail = "" if same else "a fresh replay of the gold gets another verdict or end state"
     checks.append(CheckResult(name="replay", passed=same, detail=detail))

@@ -1,7 +1,8 @@
 """State comparison for verifiers: a canonical hash of what matters in a snapshot, and a diff for diagnosis.
 
 What matters excludes bookkeeping (the environment's `bookkeeping` columns: "table.column", "table.*",
-or shell patterns such as "*.updated_at") and, by default, timestamp columns the clock writes
+or shell patterns such as "*.updated_at"; "table.+" makes the records calls add to a log table bookkeeping, while
+the records it started with are compared as usual) and, by default, timestamp columns the clock writes
 (`created_at`, `updated_at`, ...): hashing those made equivalent end states differ in τ²-bench
 (FACTS.md). Column names that carry task meaning (`due_date`, `departure_time`, `deleted_at`) are kept.
 Row order never matters; an integral float equals its integer (SQLite may return 70.0 for 70).
@@ -54,6 +55,11 @@ class ColumnFilter:
     def table_ignored(self, table: str) -> bool:
         """A whole table is bookkeeping ("audit_log.*"): even its row count does not matter."""
         return self.ignored(table, "*")
+
+    def logged(self, table: str) -> bool:
+        """Records added to the table are bookkeeping ("search_requests.+"): reads that meter append an audit
+        record of themselves to a table whose existing records writes change (a search job cancelled)."""
+        return self.ignored(table, "+")
 
     def row(self, table: str, row: Mapping[str, Any]) -> dict[str, Any]:
         return {k: normalize_value(v) for k, v in row.items() if not self.ignored(table, k)}
@@ -111,16 +117,48 @@ def canonical_state_hash(
     snapshot: Snapshot | Tables,
     bookkeeping: Iterable[str] = (),
     timestamp_columns: Iterable[str] = TIMESTAMP_COLUMNS,
+    since: Snapshot | Tables | None = None,
+    keys: Mapping[str, str] | None = None,
 ) -> str:
     """Hash of the state's meaningful content: independent of row and table order, blind to ignored columns.
-    Empty tables count as absent, so a files backend without a collection file equals one with `[]`."""
+    Empty tables count as absent, so a files backend without a collection file equals one with `[]`. Given the
+    state a run started from (`since`), the records the run added to log tables ("table.+") are left out."""
     cols = ColumnFilter(bookkeeping, timestamp_columns)
+    tables = _tables(snapshot)
+    if since is not None:
+        tables = {t: _without_logged(cols, t, _tables(since).get(t, []), rows, keys) for t, rows in tables.items()}
     content = {
         table: _table_hash(cols, table, rows)
-        for table, rows in _tables(snapshot).items()
+        for table, rows in tables.items()
         if rows and not cols.table_ignored(table)
     }
     return sha256_bytes(canonical_json(content))
+
+
+def _without_logged(
+    cols: ColumnFilter,
+    table: str,
+    before: Sequence[Mapping[str, Any]],
+    after: Sequence[Mapping[str, Any]],
+    keys: Mapping[str, str] | None,
+) -> Sequence[Mapping[str, Any]]:
+    """`after`'s records less those a run added to a log table (matched by key, else by content)."""
+    if before is after or not cols.logged(table):
+        return after
+    key = _row_key(
+        table, [cols.row(table, r) for r in before], [cols.row(table, r) for r in after], (keys or {}).get(table)
+    )
+    if key is not None:
+        held = {canonical_json(r.get(key)) for r in before}
+        return [r for r in after if canonical_json(r.get(key)) in held]
+    remaining = Counter(canonical_json(cols.row(table, r)) for r in before)
+    out = []
+    for r in after:
+        k = canonical_json(cols.row(table, r))
+        if remaining[k] > 0:
+            remaining[k] -= 1
+            out.append(r)
+    return out
 
 
 _EXACT = ColumnFilter((), ())
@@ -189,7 +227,8 @@ def state_diff(
     timestamp_columns: Iterable[str] = TIMESTAMP_COLUMNS,
     keys: Mapping[str, str] | None = None,
 ) -> StateDiff:
-    """Rows added, removed and changed per table. Rows are matched by `keys[table]`, else an inferred id column."""
+    """Rows added, removed and changed per table. Rows are matched by `keys[table]`, else an inferred id column.
+    Rows added to a log table ("table.+") are not changes; without a key only when no row went away."""
     cols = ColumnFilter(bookkeeping, timestamp_columns)
     a_tables, b_tables = _tables(initial), _tables(final)
     out: dict[str, TableDiff] = {}
@@ -200,6 +239,8 @@ def state_diff(
         after = [cols.row(table, r) for r in b_tables.get(table, [])]
         key = _row_key(table, before, after, (keys or {}).get(table))
         diff = _keyed_diff(before, after, key) if key else _multiset_diff(before, after)
+        if cols.logged(table) and (key or not diff.removed):
+            diff.added = []
         if not diff.empty:
             out[table] = diff
     return StateDiff(tables=out)

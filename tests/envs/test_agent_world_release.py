@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from benchmarks.agent_world_release import release_replays
 from factory.cli import app
 from factory.envs.bundle import Bundle
-from factory.envs.importers import clock_instant, import_agent_world
+from factory.envs.importers import call_effect, clock_instant, import_agent_world, mutation_by_effect
 from factory.envs.runtime import Environment
-from factory.models import ToolCall
+from factory.models import ToolCall, ToolSpec
 from factory.tasks.agent_world import import_agent_world_tasks, load_questions, questions_path
 from factory.tasks.filter import judge
 from factory.verify.scoring import environment_session_factory, replay_calls
@@ -46,7 +46,7 @@ def test_every_tool_is_kept_and_judged_by_its_effect(desk: Path) -> None:
         "add_note": True,
         "exec": False,
     }
-    assert "lookups.*" in spec.bookkeeping  # appended by a read: bookkeeping, found by effect, not by name
+    assert "lookups.+" in spec.bookkeeping  # what a read appends is bookkeeping, found by effect, not by name
     assert spec.taxonomy is not None
     assert (spec.taxonomy.l1, spec.taxonomy.l2, spec.taxonomy.l3) == (
         "research-academia",
@@ -165,7 +165,7 @@ def test_arguments_come_from_nested_records_and_the_data_s_own_keys(hr: Path, qu
         "add_to_watchlist": True,
         "set_price_alert": True,
     }
-    assert "tool_calls.*" in spec.bookkeeping
+    assert "tool_calls.+" in spec.bookkeeping
     nested = {"w": {"slack": {"messages": [{"ts": "1772612000.000100", "internal_date": 1700000000000}]}}}
     assert clock_instant(nested) == "2026-03-04T08:13:20"  # epoch stamps in nested records set the clock
 
@@ -377,3 +377,155 @@ def test_a_read_the_data_cannot_call_is_probed_with_the_released_chains_argument
     spec = Bundle.open(tmp_path / "with").spec
     assert not spec.tool("compareRevisions").mutates
     assert "questions" in spec.lineage.inputs  # the judgement depends on them: a changed file rebuilds
+
+
+JOB_STATUS = """def getJobStatus(workspace_id, job_id, **_extra):
+    import json, os
+    _DB = os.environ.get("MCP_DB_DIR") or "/app/database"
+    def _load(n):
+        with open(os.path.join(_DB, n), encoding="utf-8") as f: return json.load(f)
+    def _save(n, d):
+        with open(os.path.join(_DB, n), "w", encoding="utf-8") as f: json.dump(d, f)
+    jobs = _load("jobs.json")
+    job = next((j for j in jobs if j["id"] == job_id and j["workspace_id"] == workspace_id), None)
+    if job is None:
+        return {"error": {"code": "NOT_FOUND", "message": "no such job"}}
+    jobs.append({"id": "hcs_job_audit_" + str(len(jobs)), "workspace_id": workspace_id, "job_type": "status_check",
+                 "status": "succeeded", "error_code": None, "error_message": None})
+    _save("jobs.json", jobs)
+    keys = _load("api_keys.json")
+    keys[0]["requests_used"] += 1
+    _save("api_keys.json", keys)
+    return {"data": {"id": job["id"], "status": job["status"]}}
+"""
+
+
+def test_a_metered_read_is_a_read_and_an_extra_one_fails_no_task(tmp_path: Path) -> None:
+    """As in a real release environment (a search quota): every status check adds its own audit record to the
+    jobs a cancel changes, and counts against the key's quota. Its records and the counter are bookkeeping,
+    so a solver that checks once more than the verified chain still passes, and the cancel is still judged."""
+    env_dir = tmp_path / "environment_mix" / GATEWAY.name
+    shutil.copytree(GATEWAY, env_dir)
+    keys = json.loads((env_dir / "api_keys.json").read_text())
+    (env_dir / "api_keys.json").write_text(json.dumps([{**k, "requests_used": 3} for k in keys]))
+    checkpoint = json.loads((MIX / f"{GATEWAY.name}_step4_checkpoint.json").read_text())
+    checkpoint["data"]["ToolDesignAgent"]["tool_schemas"].append(
+        {
+            "name": "getJobStatus",
+            "description": "Get the status of a job; every check is recorded and counts against the quota.",
+            "parameters": {
+                "type": "object",
+                "properties": {"workspace_id": {"type": "string"}, "job_id": {"type": "string"}},
+                "required": ["workspace_id", "job_id"],
+            },
+            "implementation": JOB_STATUS,
+        }
+    )
+    (env_dir.parent / f"{GATEWAY.name}_step4_checkpoint.json").write_text(json.dumps(checkpoint))
+    status = {"tool": "getJobStatus", "args": {"workspace_id": "hcs_ws_01", "job_id": "hcs_job_1"}}
+    cancel = {
+        "tool": "cancelJob",
+        "args": {"workspace_id": "hcs_ws_01", "job_id": "hcs_job_1", "cancelReason": "Stuck."},
+    }
+    question = {
+        "task": "Job hcs_job_1 of workspace hcs_ws_01 is stuck: cancel it and confirm its status.",
+        "reference_answer": "hcs_job_1 is cancelled.",
+        "grading_rubric": {"success_criteria": [], "verified_tool_chain": [status, cancel, status]},
+    }
+    (env_dir.parent / "questions").mkdir()
+    (env_dir.parent / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": [question]}))
+    out = tmp_path / "bundle"
+    assert "getJobStatus" in import_agent_world(env_dir, out).kept_tools
+    spec = Bundle.open(out).spec
+    assert not spec.tool("getJobStatus").mutates and spec.tool("cancelJob").mutates
+    assert {"jobs.+", "api_keys.requests_used"} <= set(spec.bookkeeping)
+    result = import_agent_world_tasks(out, questions_path(env_dir))
+    assert not result.dropped, [d.reason for d in result.dropped]
+    [task] = result.tasks
+    check, stop = (ToolCall(tool=c["tool"], args=c["args"]) for c in (status, cancel))
+    env, session_factory = environment_session_factory(Bundle.open(out))
+    with env:
+        answer = "Cancelled: hcs_job_1 is cancelled."
+        assert _verdict(task, session_factory, list(task.gold), answer) == []
+        assert _verdict(task, session_factory, [check, check, stop, check, check], answer) == []
+        assert _verdict(task, session_factory, [check, check], answer)  # nothing cancelled
+        other = stop.model_copy(update={"args": {**stop.args, "job_id": "hcs_job_3"}})
+        assert _verdict(task, session_factory, [check, other, check], answer)  # the queued job instead
+
+
+def test_only_a_read_s_counter_is_metering() -> None:
+    """A read that moves a number up by one meters its own use; a like that does is the write it is."""
+    counter = {"keys": [{"id": "k1", "requests_used": 3}]}
+    moved = {"keys": [{"id": "k1", "requests_used": 4}]}
+    effect = call_effect(counter, moved)
+    assert effect.counters == ["keys.requests_used"] and effect.appended_only and effect.grown == []
+    read = ToolSpec(name="get_quota", description="Show the key's quota.", mutates=True)
+    assert mutation_by_effect(read, effect, []) == (False, ["keys.requests_used"])
+    like = ToolSpec(name="like_post", description="Like a post.", mutates=True)
+    likes = call_effect({"posts": [{"id": "p1", "likes": 9}]}, {"posts": [{"id": "p1", "likes": 10}]})
+    assert mutation_by_effect(like, likes, []) == (True, [])
+    # a read that also changes a record's other fields writes
+    touched = call_effect(counter, {"keys": [{"id": "k1", "requests_used": 4, "status": "revoked"}]})
+    assert not touched.appended_only and mutation_by_effect(read, touched, []) == (True, [])
+
+
+QUOTA = """def setQuota(workspace_id, daily_requests, plan, **_extra):
+    import json, os
+    _DB = os.environ.get("MCP_DB_DIR") or "/app/database"
+    with open(os.path.join(_DB, "workspaces.json"), encoding="utf-8") as f: workspaces = json.load(f)
+    ws = next((w for w in workspaces if w["id"] == workspace_id), None)
+    if ws is None:
+        return {"error": {"code": "NOT_FOUND", "message": "no such workspace"}}
+    if plan not in ("starter", "scale"):
+        return {"error": {"code": "VALIDATION_ERROR", "message": "plan must be starter or scale"}}
+    ws.update({"daily_requests": daily_requests, "burst": daily_requests * 2, "plan": plan, "quota": "enforced"})
+    with open(os.path.join(_DB, "workspaces.json"), "w", encoding="utf-8") as f: json.dump(workspaces, f)
+    return {"data": {"id": ws["id"], "daily_requests": daily_requests, "burst": ws["burst"], "quota": "enforced"}}
+"""
+
+
+def test_a_number_the_question_leaves_open_is_the_solver_s_and_a_constrained_one_is_not(tmp_path: Path) -> None:
+    """The chain picks 5000 requests a day, which the question leaves open: a solver that picks 8000 passes too,
+    and what the number decides (the burst, twice it) is not checked either; the enforced quota is. The plan it
+    picks ("scale") can only be one of two, so changing it breaks the chain: no choice, the question is dropped."""
+    env_dir = tmp_path / "environment_mix" / GATEWAY.name
+    shutil.copytree(GATEWAY, env_dir)
+    checkpoint = json.loads((MIX / f"{GATEWAY.name}_step4_checkpoint.json").read_text())
+    props = {"workspace_id": {"type": "string"}, "daily_requests": {"type": "integer"}, "plan": {"type": "string"}}
+    checkpoint["data"]["ToolDesignAgent"]["tool_schemas"].append(
+        {
+            "name": "setQuota",
+            "description": "Set a workspace's daily request quota and its plan.",
+            "parameters": {"type": "object", "properties": props, "required": list(props)},
+            "implementation": QUOTA,
+        }
+    )
+    (env_dir.parent / f"{GATEWAY.name}_step4_checkpoint.json").write_text(json.dumps(checkpoint))
+
+    def question(task: str, plan: str) -> dict:
+        call = {"tool": "setQuota", "args": {"workspace_id": "hcs_ws_01", "daily_requests": 5000, "plan": plan}}
+        rubric = {"success_criteria": [], "verified_tool_chain": [call]}
+        return {"task": task, "reference_answer": "The quota is enforced.", "grading_rubric": rubric}
+
+    open_number = question("Put workspace hcs_ws_01 on the scale plan with a daily request quota.", "scale")
+    open_plan = question("Give workspace hcs_ws_01 a daily quota of 5000 requests on a paid plan.", "scale")
+    (env_dir.parent / "questions").mkdir()
+    (env_dir.parent / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": [open_number, open_plan]}))
+    out = tmp_path / "bundle"
+    import_agent_world(env_dir, out)
+    result = import_agent_world_tasks(out, questions_path(env_dir))
+    [task] = result.tasks
+    [dropped] = result.dropped
+    assert task.question == open_number["task"]
+    assert dropped.question == open_plan["task"] and "ungrounded_write" in dropped.reason and "plan=" in dropped.reason
+    [end] = [c for c in task.rubric if c.kind == "end_state"]
+    assert {"workspaces.daily_requests", "workspaces.burst"} <= set(end.value["ignore"])
+    assert "workspaces.quota" not in end.value["ignore"] and "workspaces.plan" not in end.value["ignore"]
+    [gold] = task.gold
+    env, session_factory = environment_session_factory(Bundle.open(out))
+    with env:
+        own = gold.model_copy(update={"args": {**gold.args, "daily_requests": 8000}})
+        assert _verdict(task, session_factory, [own], "Done: 8000 a day, enforced.") == []
+        starter = gold.model_copy(update={"args": {**gold.args, "plan": "starter"}})
+        assert _verdict(task, session_factory, [starter], "Done.")  # the plan the question names is held
+        assert _verdict(task, session_factory, [], "Done.")

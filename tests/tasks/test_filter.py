@@ -8,8 +8,9 @@ import pytest
 
 from factory.models import RubricCheck, Task, ToolCall, Trajectory
 from factory.tasks.end_state import end_state_check
-from factory.tasks.filter import checked_values, filter_task, ungrounded_writes
+from factory.tasks.filter import checked_values, filter_task, ungrounded_values
 from factory.tasks.synthesize import curate_tasks, task_id
+from factory.verify.answers import normalize_text
 from factory.verify.scoring import SessionFactory
 from tests.builders import open_products
 
@@ -95,9 +96,13 @@ def test_grounding_accepts_values_from_earlier_outputs_and_rejects_later_ones(sh
     ]
     with sessions() as s:
         results = [s.call(c.tool, c.args) for c in calls]
-    problems = ungrounded_writes(bundle.spec, "Order 1 of them for that customer.", calls, results)
+    problems = _ungrounded(bundle.spec, "Order 1 of them for that customer.", calls, results)
     assert problems == [f"call 2 create_order: product_id={pid!r} is in neither the question nor an output"]
-    assert ungrounded_writes(bundle.spec, f"Order 1 of {pid} for that customer.", calls, results) == []
+    assert _ungrounded(bundle.spec, f"Order 1 of {pid} for that customer.", calls, results) == []
+
+
+def _ungrounded(*args, **kwargs) -> list[str]:
+    return [str(p) for p in ungrounded_values(*args, **kwargs)]
 
 
 def test_a_value_that_fills_a_stated_template_or_a_program_date_is_grounded(shop):
@@ -109,13 +114,13 @@ def test_a_value_that_fills_a_stated_template_or_a_program_date_is_grounded(shop
     calls = [ToolCall(tool="get_product", args={"product_id": product["id"]}), call]
     results = [result, result]
     template = 'Add a customer "Ops Desk" with email "ops+<ID>@example.com", where <ID> is the product\'s ID.'
-    assert ungrounded_writes(bundle.spec, template, calls, results) == []
+    assert _ungrounded(bundle.spec, template, calls, results) == []
     bare = 'Add a customer "Ops Desk" whose email names the product, where <ID> is its ID.'
-    (problem,) = ungrounded_writes(bundle.spec, bare, calls, results)
+    (problem,) = _ungrounded(bundle.spec, bare, calls, results)
     assert "email=" in problem  # a bare placeholder is no template
     dated = [ToolCall(tool="update_product", args={"product_id": product["id"], "name": "2026-02-03T10:00:00"})]
-    assert ungrounded_writes(bundle.spec, f"Rename {product['id']}.", dated, results[:1], numbers_free=True) == []
-    assert ungrounded_writes(bundle.spec, f"Rename {product['id']}.", dated, results[:1]) != []
+    assert _ungrounded(bundle.spec, f"Rename {product['id']}.", dated, results[:1], numbers_free=True) == []
+    assert _ungrounded(bundle.spec, f"Rename {product['id']}.", dated, results[:1]) != []
 
 
 def test_prose_no_check_holds_is_the_solver_s_to_word(shop):
@@ -130,14 +135,18 @@ def test_prose_no_check_holds_is_the_solver_s_to_word(shop):
         results = [s.call(c.tool, c.args) for c in calls]
     question = f"Rename {product['id']}."
     task = Task(id="t", env_id="online-shop", kind="graph", question=question, gold=calls, mutates=True)
-    (problem,) = ungrounded_writes(bundle.spec, question, calls, results)  # no rubric given: held to grounding
+    (problem,) = _ungrounded(bundle.spec, question, calls, results)  # no rubric given: held to grounding
     assert "name=" in problem
-    assert ungrounded_writes(bundle.spec, question, calls, results, checked=checked_values(task)) == []
+    assert _ungrounded(bundle.spec, question, calls, results, checked=checked_values(task)) == []
     named = RubricCheck(kind="field_equals", table="products", where={"id": product["id"]}, field="name", value=prose)
     checked = checked_values(task.model_copy(update={"rubric": [named]}))
-    assert ungrounded_writes(bundle.spec, question, calls, results, checked=checked) == [problem]  # a check needs it
+    assert _ungrounded(bundle.spec, question, calls, results, checked=checked) == [problem]  # a check needs it
     short = [calls[0], ToolCall(tool="update_product", args={"product_id": product["id"], "name": "Kettle Pro"})]
-    assert ungrounded_writes(bundle.spec, question, short, results, checked=set()) != []  # a name, not prose
+    assert _ungrounded(bundle.spec, question, short, results) != []
+    assert _ungrounded(bundle.spec, question, short, results, checked=set()) == []  # nothing holds a name
+    # the key of the row a write changes is held to, as the end state's changes name it
+    end = RubricCheck(kind="end_state", value={"tables": {"products": {"changed": {product["id"]: {"name": "x"}}}}})
+    assert ("s", normalize_text(product["id"])) in checked_values(task.model_copy(update={"rubric": [end]}))
 
 
 def test_a_gold_that_fails_is_dropped(shop):

@@ -99,6 +99,15 @@ def test_table_problems_find_every_difference_from_the_wanted_changes():
     assert _problems("products", INITIAL["products"], removal) == ["pro_1 should have been removed"]
 
 
+def test_records_added_to_a_log_table_are_no_unexpected_rows():
+    before = [{"id": "j1", "status": "running"}]
+    logged = [*before, {"id": "audit_1", "status": "succeeded"}]
+    assert pv.table_problems("jobs", before, logged, {}, "id", ["jobs.+"]) == []
+    assert pv.table_problems("jobs", before, logged, {}, "id", []) == ['unexpected new row {"status": "succeeded"}']
+    cancelled = [{"id": "j1", "status": "cancelled"}, logged[1]]
+    assert pv.table_problems("jobs", before, cancelled, {}, "id", ["jobs.+"]) == ["j1 is not as expected"]
+
+
 def test_check_reports_the_answer_and_every_table_that_matters():
     verdict = pv.check(EXPECTED, INITIAL, FINAL, "I spent 70.")
     assert verdict["passed"] and verdict["score"] == 1.0

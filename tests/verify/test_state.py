@@ -115,6 +115,30 @@ def test_diff_without_a_key_uses_whole_rows():
     assert len(state_diff({}, {"notes": [{"id": 1}]}).tables["notes"].added) == 1
 
 
+def test_records_added_to_a_log_table_are_bookkeeping_and_its_old_records_count():
+    """ "jobs.+": a metered read appends its own audit record to the jobs a cancel changes."""
+    jobs = [{"id": "j1", "status": "running"}, {"id": "j2", "status": "queued"}]
+    audit = {"id": "audit_7", "status": "succeeded"}
+    read_twice = {"jobs": [*jobs, audit, dict(audit, id="audit_8")]}
+    cancelled = {"jobs": [dict(jobs[0], status="cancelled"), jobs[1], audit]}
+    log = ["jobs.+"]
+    assert state_diff({"jobs": jobs}, read_twice, log).empty
+    assert not state_diff({"jobs": jobs}, read_twice).empty
+    d = state_diff({"jobs": jobs}, cancelled, log).tables["jobs"]
+    assert d.added == [] and [c.after for c in d.changed] == [{"status": "cancelled"}]
+    assert state_diff({"jobs": jobs}, {"jobs": jobs[:1]}, log).tables["jobs"].removed == [jobs[1]]
+    # the hash of a run's end state, given where it started, is blind to what it logged, not to what it changed
+    base = canonical_state_hash({"jobs": jobs}, log)
+    assert canonical_state_hash(read_twice, log, since={"jobs": jobs}) == base
+    assert canonical_state_hash(read_twice, log) != base
+    assert canonical_state_hash(cancelled, log, since={"jobs": jobs}) != base
+    # without a key, records are matched by content: a changed record is no logged one
+    tags = {"tags": [{"name": "a"}]}
+    assert state_diff(tags, {"tags": [{"name": "a"}, {"name": "b"}]}, ["tags.+"]).empty
+    assert not state_diff(tags, {"tags": [{"name": "c"}]}, ["tags.+"]).empty
+    assert canonical_state_hash({"tags": [{"name": "c"}]}, ["tags.+"], since=tags) != canonical_state_hash(tags)
+
+
 def test_hash_is_memoized_per_rows_object_and_sees_new_content(monkeypatch):
     import factory.verify.state as state
 
