@@ -261,7 +261,7 @@ def question_task(
     mutates = any(c.tool in mutating for c in chain) or bool(diff.tables)
     criteria = q.grading_rubric.success_criteria
     outputs = [r.value if r.ok else None for r in replay.results]
-    asked = asked_facts(criteria, chain, outputs, q.task)
+    asked = [(v, c) for v, c in asked_facts(criteria, chain, outputs, q.task) if value_key(v) not in choices.outputs]
     answers = answer_checks(reference, produced, criteria, q.task, rows, any_value=not mutates, asked=asked)
     unstated = [value for value, _ in asked if not answer_contains(reference, value)]
     rubric = [

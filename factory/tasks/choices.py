@@ -4,11 +4,11 @@ The release's chains pass values that no question states and no read returns: a 
 words, a new table's key name, a timeout, a policy's source. A solver picks its own, so no check may hold it to
 the release's. Such a value is a free choice when the chain, replayed with the value changed, succeeds call for
 call as before; the state fields and the outputs that then differ depend on the choice and are left out of the
-question's checks. Only a whole argument can be such a choice, a line of text or a number: what a structure or
-a multi-line text holds (a flow's steps, a policy's source) is what the question asks for, in a form no check
-here can judge but by its letter, so it stays held to grounding and the question is dropped. So is a value the
-data holds (a record's id, the numbers of a chart the question names): the solver has to find it. A constrained
-one (a key type that must be "S", "N" or "B") fails the changed replay and stays too.
+question's checks. Only a whole argument or a field of a record argument can be such a choice, a line of text or a
+number: what a list or a multi-line text holds (a flow's steps, a policy's source) is what the question asks for,
+in a form no check here can judge but by its letter, so it stays held to grounding and the question is dropped.
+So is a value the data holds (a record's id, the numbers of a chart the question names): the solver has to find
+it. A constrained one (a key type that must be "S", "N" or "B") fails the changed replay and stays too.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _candidates(spec: EnvSpec, chain: list[ToolCall], replay: Replay, question: 
     loose = [
         u.value
         for u in ungrounded_values(spec, question, chain, replay.results)
-        if chain[u.call - 1].args.get(u.param) is u.value and not (isinstance(u.value, str) and "\n" in u.value)
+        if _whole(chain[u.call - 1].args.get(u.param), u.value)
     ]
     out: dict[tuple[str, Any], Any] = {}
     for v in [*solver_worded(spec, chain, question), *loose]:
@@ -65,6 +65,13 @@ def _candidates(spec: EnvSpec, chain: list[ToolCall], replay: Replay, question: 
         if k is not None and k not in out and (k not in held or is_prose(v)) and not _dated(v):
             out[k] = v
     return list(out.values())
+
+
+def _whole(arg: Any, value: Any) -> bool:
+    """`value` is the argument, or a field of the record it is (`data={"slug": ...}`), and no multi-line text."""
+    if isinstance(value, str) and "\n" in value:
+        return False
+    return arg is value or (isinstance(arg, dict) and any(v is value for v in arg.values()))
 
 
 def _dated(value: Any) -> bool:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from factory.envs.bundle import Bundle
 from factory.graphs import GENERIC_PARAMS
 from factory.models import EnvSpec, Task, ToolCall, ToolResult, Trajectory, Verdict
+from factory.naming import singular
 from factory.verify.answers import answer_contains, normalize_text, parse_date
 from factory.verify.code import Runner
 from factory.verify.rubric import RubricReward
@@ -125,6 +126,14 @@ def is_prose(leaf: Any) -> bool:
     return isinstance(leaf, str) and len(leaf.split()) >= 3
 
 
+def _stated(question: str, leaf: Any) -> bool:
+    """The question states the value, or names it in the singular (the "articles" collection of "an article")."""
+    if answer_contains(question, leaf):
+        return True
+    one = singular(leaf) if isinstance(leaf, str) and leaf.isalpha() else leaf
+    return one != leaf and answer_contains(question, one)
+
+
 def checked_values(task: Task) -> set[tuple[str, Any]]:
     """Every value a rubric task's checks hold a run to (fields, rows, answers, the end state's changes and the
     keys of the rows it changes)."""
@@ -176,7 +185,7 @@ def ungrounded_values(
                     k = value_key(leaf)
                     if k is None or (numbers_free and k[0] == "n") or k in seen:
                         continue
-                    if answer_contains(question, leaf) or (name in defaults and value_key(defaults[name]) == k):
+                    if _stated(question, leaf) or (name in defaults and value_key(defaults[name]) == k):
                         continue
                     if _computed(leaf, numbers_free, templates) or (checked is not None and k not in checked):
                         continue

@@ -191,3 +191,14 @@ def test_curate_gives_content_ids_and_counts_reasons(shop):
     assert result.audit_summary == {"duplicate": 1, "kept": 1, "ungrounded_write": 1}
     assert result.generated == 3 and result.yield_rate == pytest.approx(1 / 3)
     assert task_id(set_stock(pid, 901)) == task_id(good)
+
+
+def test_a_value_the_question_names_in_the_singular_is_grounded(shop):
+    """ "publish an article" grounds the `articles` collection a write names."""
+    bundle, sessions, seed = shop
+    product = open_products(seed)[0]
+    calls = [ToolCall(tool="update_product", args={"product_id": product["id"], "name": "Kettles"})]
+    with sessions() as s:
+        results = [s.call(c.tool, c.args) for c in calls]
+    assert _ungrounded(bundle.spec, f"List {product['id']} as our kettle.", calls, results) == []
+    assert _ungrounded(bundle.spec, f"List {product['id']} as our teapot.", calls, results) != []
