@@ -949,19 +949,24 @@ def call_effect(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> Pr
     return probe
 
 
+MAX_SUCCESSFUL_PROBES = 6  # calls that succeed, per tool: a tool may write on some arguments only
+
+
 def probe_tools(
     bundle: Path, cases: dict[str, list[dict[str, Any]]], bookkeeping: list[str] | None = None
-) -> dict[str, Probe]:
-    """Each tool called on its candidate arguments, each in a fresh session, until one call succeeds; the
-    state before and after, less the `bookkeeping` fields, shows what it changed. A tool whose bundle cannot
-    load gets no probe."""
+) -> dict[str, list[Probe]]:
+    """Each tool called on its candidate arguments, each in a fresh session, in order, until
+    MAX_SUCCESSFUL_PROBES succeeded; the state before and after, less the `bookkeeping` fields, shows what each
+    call changed. A fetch writes only when given a ref it has not indexed: one call cannot tell. A tool whose
+    bundle cannot load gets no probe."""
     from factory.envs.runtime import Environment, EnvironmentLoadError
 
-    out: dict[str, Probe] = {}
+    out: dict[str, list[Probe]] = {}
     cols = ColumnFilter(bookkeeping or ())
     try:
         with Environment.open(bundle) as env:
             for name, candidates in cases.items():
+                tried = out.setdefault(name, [])
                 for args in candidates:
                     with env.session() as s:
                         before = s.snapshot().tables
@@ -969,12 +974,25 @@ def probe_tools(
                         after = s.snapshot().tables
                     effect = call_effect(_compared(before, cols), _compared(after, cols))
                     code = r.error.code if r.error is not None else None
-                    out[name] = effect.model_copy(update={"args": args, "code": code})
-                    if r.ok:
+                    tried.append(effect.model_copy(update={"args": args, "code": code}))
+                    if sum(p.code is None for p in tried) >= MAX_SUCCESSFUL_PROBES:
                         break
     except EnvironmentLoadError:
         return {}
     return out
+
+
+def tested_probe(tried: list[Probe]) -> Probe | None:
+    """The call a tool's test repeats: its first that succeeded, else its last refusal."""
+    return next((p for p in tried if p.code is None), tried[-1] if tried else None)
+
+
+def judged_by_effect(tool: ToolSpec, tried: list[Probe], bookkeeping: list[str]) -> tuple[bool, list[str]]:
+    """`mutates` over every call that succeeded: a write if one of them wrote; the bookkeeping they show."""
+    ok = [p for p in tried if p.code is None]
+    verdicts = [mutation_by_effect(tool, p, bookkeeping) for p in ok] or [mutation_by_effect(tool, None, [])]
+    patterns = list(dict.fromkeys(x for _, found in verdicts for x in found))
+    return any(m for m, _ in verdicts), patterns
 
 
 def mutation_by_effect(tool: ToolSpec, probe: Probe | None, bookkeeping: list[str]) -> tuple[bool, list[str]]:
@@ -1036,13 +1054,13 @@ def _reads_by_name(name: str) -> bool:
     return name_verb(name) in _READ_VERBS
 
 
-def _expectations(tools: list[ToolSpec], probes: dict[str, Probe]) -> list[TestCase]:
+def _expectations(tools: list[ToolSpec], probes: dict[str, list[Probe]]) -> list[TestCase]:
     """Test cases: a read must succeed on realistic arguments; a write is expected to succeed, or to refuse
     again with the same code when it refused on purpose (a conflict with the data is a legitimate answer;
     a crash is not)."""
     out: list[TestCase] = []
     for t in tools:
-        probe = probes.get(t.name)
+        probe = tested_probe(probes.get(t.name, []))
         if probe is None:
             continue
         code = probe.code
@@ -1157,7 +1175,7 @@ def import_agent_world(env_dir: str | Path, out: str | Path) -> GateReport:
         probes = probe_tools(tmp, cases, bookkeeping)
         judged: list[ToolSpec] = []
         for t in tools:
-            mutates, metering = mutation_by_effect(t, probes.get(t.name), bookkeeping)
+            mutates, metering = judged_by_effect(t, probes.get(t.name, []), bookkeeping)
             bookkeeping += [p for p in metering if p not in bookkeeping]
             judged.append(t.model_copy(update={"mutates": mutates}))
         tools = judged

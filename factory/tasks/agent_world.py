@@ -256,9 +256,8 @@ def question_task(
     produced = [v for v in produced if value_key(v) not in choices.outputs]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
     rows = _record_lists(replay.initial.tables, replay.final.tables)
-    mutating = {t.name for t in spec.tools if t.mutates}
-    # by effect as well: a read that refreshes a cache on this chain's arguments writes (the end state shows it)
-    mutates = any(c.tool in mutating for c in chain) or bool(diff.tables)
+    # by effect: a fetch that refreshes an index on some arguments only writes where the end state shows it
+    mutates = bool(diff.tables)
     criteria = q.grading_rubric.success_criteria
     outputs = [r.value if r.ok else None for r in replay.results]
     asked = [(v, c) for v, c in asked_facts(criteria, chain, outputs, q.task) if value_key(v) not in choices.outputs]

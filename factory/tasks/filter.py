@@ -35,6 +35,7 @@ from factory.verify.scoring import (
     GoldRun,
     SessionFactory,
     VerdictCache,
+    calls_that_write,
     gold_trajectory,
     judge,
     replay_calls,
@@ -167,16 +168,18 @@ def ungrounded_values(
     results: list[ToolResult],
     numbers_free: bool = False,
     checked: set[tuple[str, Any]] | None = None,
+    writes: list[bool] | None = None,
 ) -> list[Ungrounded]:
     """Values of write calls that neither the question, an earlier output nor a schema default supplies; with
     `numbers_free` (program tasks) numbers and dates are the program's to compute. Given the `checked` values
     of the rubric, a value no check holds the run to (a cancel reason in the solver's own words, a timeout it
-    picks) is the solver's to choose."""
+    picks) is the solver's to choose. `writes` says which calls changed the state (by default: those of tools
+    that mutate)."""
     seen: set[tuple[str, Any]] = set()
     problems: list[Ungrounded] = []
     templates = _templates(question)
     for i, (call, result) in enumerate(zip(calls, results, strict=False)):
-        if _mutates(spec, call.tool):
+        if writes[i] if writes is not None else _mutates(spec, call.tool):
             defaults = _defaults(spec, call.tool)
             for name, value in call.args.items():
                 if name in GENERIC_PARAMS:
@@ -241,15 +244,20 @@ def filter_task(
     gold = run_gold(task, session_factory)
     if gold.error:
         return FilterResult(kept=False, reasons=[f"gold_fails: {gold.error}"], gold=gold)
+    calls = gold.trajectory.tool_calls
+    writes = None
+    if any(_mutates(spec, c.tool) for c in calls):
+        writes = calls_that_write(session_factory, calls, spec.bookkeeping, spec.primary_keys())
     reasons = [
         f"ungrounded_write: {p}"
         for p in ungrounded_values(
             spec,
             task.question,
-            gold.trajectory.tool_calls,
+            calls,
             gold.replay.results,
             numbers_free=task.kind == "program",
             checked=checked_values(task) if task.verifier is None else None,
+            writes=writes,
         )
     ]
     initial, final = gold.replay.initial, gold.replay.final

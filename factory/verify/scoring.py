@@ -21,7 +21,7 @@ from factory.sandbox import SandboxPool
 from factory.store import hash_value
 from factory.verify.code import Runner, run_code_verifier_each
 from factory.verify.rubric import RubricReward, rubric_verdict
-from factory.verify.state import exact_state_hash
+from factory.verify.state import exact_state_hash, state_diff
 
 RUBRIC_REWARD_ENV = "FACTORY_RUBRIC_REWARD"
 
@@ -74,6 +74,22 @@ def replay_calls(session_factory: SessionFactory, calls: Sequence[ToolCall]) -> 
         results = [session.call(c.tool, dict(c.args)) for c in calls]
         final = session.snapshot()
     return Replay(initial=initial, final=final, results=results)
+
+
+def calls_that_write(
+    session_factory: SessionFactory, calls: Sequence[ToolCall], bookkeeping: list[str], keys: dict[str, str]
+) -> list[bool]:
+    """Whether each call changed the state (bookkeeping aside), replayed in a new session: a fetch that
+    refreshes an index only when given a ref writes on one call and reads on the next."""
+    out = []
+    with session_factory() as session:
+        before = session.snapshot()
+        for c in calls:
+            session.call(c.tool, dict(c.args))
+            after = session.snapshot()
+            out.append(not state_diff(before, after, bookkeeping, keys=keys).empty)
+            before = after
+    return out
 
 
 @dataclass

@@ -226,10 +226,11 @@ def gateway(tmp_path_factory) -> Path:
 
 def test_camel_case_reads_that_log_and_stamp_the_key_stay_reads(gateway: Path) -> None:
     spec = Bundle.open(gateway).spec
-    # every tool saves api_keys.json (last_used_at) and appends to request_logs.json
+    # every tool saves api_keys.json (last_used_at) and appends to request_logs.json; getFileContents also
+    # refreshes the index when given a ref it has not indexed (the chain's call does): it writes
     assert {t.name: t.mutates for t in spec.tools} == {
         "searchFiles": False,
-        "getFileContents": False,
+        "getFileContents": True,
         "listItems": False,
         "cancelJob": True,
         "listJobs": False,

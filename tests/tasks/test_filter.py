@@ -11,7 +11,7 @@ from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import checked_values, filter_task, ungrounded_values
 from factory.tasks.synthesize import curate_tasks, task_id
 from factory.verify.answers import normalize_text
-from factory.verify.scoring import SessionFactory
+from factory.verify.scoring import SessionFactory, calls_that_write
 from tests.builders import open_products
 
 
@@ -202,3 +202,20 @@ def test_a_value_the_question_names_in_the_singular_is_grounded(shop):
         results = [s.call(c.tool, c.args) for c in calls]
     assert _ungrounded(bundle.spec, f"List {product['id']} as our kettle.", calls, results) == []
     assert _ungrounded(bundle.spec, f"List {product['id']} as our teapot.", calls, results) != []
+
+
+def test_grounding_is_asked_of_the_calls_that_write(shop):
+    """A write tool's call that changes nothing (the name it already has) writes nothing to ground; the same call
+    with a new name does."""
+    bundle, sessions, seed = shop
+    product = open_products(seed)[0]
+    same = ToolCall(tool="update_product", args={"product_id": product["id"], "name": product["name"]})
+    new = ToolCall(tool="update_product", args={"product_id": product["id"], "name": "Kettle Pro"})
+    calls = [same, new]
+    writes = calls_that_write(sessions, calls, bundle.spec.bookkeeping, bundle.spec.primary_keys())
+    assert writes == [False, True]
+    with sessions() as s:
+        results = [s.call(c.tool, c.args) for c in calls]
+    question = f"Rename {product['id']}."
+    assert [p.call for p in ungrounded_values(bundle.spec, question, calls, results)] == [1, 2]
+    assert [p.call for p in ungrounded_values(bundle.spec, question, calls, results, writes=writes)] == [2]
