@@ -41,7 +41,7 @@ from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, Tool
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
 from factory.tasks.choices import solver_choices
-from factory.tasks.criteria import asked_facts
+from factory.tasks.criteria import asked_facts, stated_facts
 from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import Solver, value_key
 from factory.tasks.programs.verifier import competitors
@@ -260,7 +260,13 @@ def question_task(
     mutates = bool(diff.tables)
     criteria = q.grading_rubric.success_criteria
     outputs = [r.value if r.ok else None for r in replay.results]
-    asked = [(v, c) for v, c in asked_facts(criteria, chain, outputs, q.task) if value_key(v) not in choices.outputs]
+    asked: list[tuple[Any, str]] = []  # what the criteria ask for first, then what the question asks for
+    named = asked_facts(criteria, chain, outputs, q.task)
+    # a value every record shares ("[REDACTED]") tells no answer from another
+    stated = [(v, c) for v, c in stated_facts(reference, chain, outputs, q.task, criteria) if competitors(v, rows)]
+    for v, c in [*named, *stated]:
+        if value_key(v) not in choices.outputs and all(repr(v) != repr(w) for w, _ in asked):
+            asked.append((v, c))
     answers = answer_checks(reference, produced, criteria, q.task, rows, any_value=not mutates, asked=asked)
     unstated = [value for value, _ in asked if not answer_contains(reference, value)]
     rubric = [

@@ -16,8 +16,9 @@ import re
 from typing import Any
 
 from factory.models import ToolCall
-from factory.naming import singular
+from factory.naming import singular, snake_case
 from factory.verify.answers import answer_contains, parse_date
+from factory.verify.state import json_leaves
 
 _STEP = re.compile(r"\bsteps?\s*#?(\d+)\b", re.IGNORECASE)
 _STEP_ZERO = re.compile(r"\bsteps?\s*#?0\b", re.IGNORECASE)
@@ -113,4 +114,27 @@ def asked_facts(criteria: list[str], chain: list[ToolCall], outputs: list[Any], 
             if _statable(value, question) and repr(value) not in seen:
                 seen.add(repr(value))
                 facts.append((value, criterion))
+    return facts
+
+
+def stated_facts(
+    reference: str, chain: list[ToolCall], outputs: list[Any], question: str, criteria: list[str]
+) -> list[tuple[Any, str]]:
+    """(value, criterion or description) for each value of an output field that the question asks for by its
+    whole name and the reference answer states: "the last 2 closes with a 3-day SMA" wants the SMA values too,
+    which no criterion names. An argument the chain passed ("limit output to 200") is no fact a tool found."""
+    asked = _asked_words(question)
+    passed = {repr(v) for c in chain for v in json_leaves(c.args)}
+    facts: list[tuple[Any, str]] = []
+    seen: set[str] = set()
+    for output in outputs:
+        for record in _objects(output) if output is not None else []:
+            for key, value in sorted(record.items()):
+                words = {singular(w) for w in snake_case(key).split("_") if w}
+                if not words or words <= _NOT_ASKED or not words <= asked or repr(value) in seen | passed:
+                    continue
+                if _statable(value, question) and answer_contains(reference, value):
+                    seen.add(repr(value))
+                    named = next((c for c in criteria if answer_contains(_STEP.sub(" ", c), value)), "")
+                    facts.append((value, named or f"the answer states the {key} {value}"))
     return facts

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest.mock import ANY
 
 from factory.envs.bundle import Bundle
 from factory.envs.importers import import_agent_world
 from factory.models import ToolCall
 from factory.tasks.agent_world import import_agent_world_tasks
-from factory.tasks.criteria import asked_facts
+from factory.tasks.criteria import asked_facts, stated_facts
 from factory.tasks.filter import judge
 from factory.verify.scoring import environment_session_factory, replay_calls
 
@@ -87,3 +88,31 @@ def test_a_read_whose_reference_is_its_last_output_still_checks_the_asked_facts(
             ("", False),
         ]:
             assert judge(task, run.initial, run.final, answer, "all", None, None).passed is passes, answer
+
+
+BARS = {
+    "tool": "get_hist_data",
+    "data": [
+        {"date": "2026-08-04", "close": 11.09, "SMA": 11.09},
+        {"date": "2026-08-05", "close": 11.35, "SMA": 11.22},
+    ],
+}
+
+
+def test_a_field_the_question_asks_for_by_name_and_the_reference_states_is_a_fact():
+    """ "with a 3-day SMA": no criterion names the SMA, the question does and the reference states its values."""
+    question = "Give me the last 2 daily closes of 000001 with a 3-day SMA, 2 bars."
+    chain = [ToolCall(tool="get_hist_data", args={"symbol": "000001", "count": 2})]
+    reference = json.dumps(BARS)
+    criteria = ["The closes 11.09 and 11.35 are reported"]
+    facts = stated_facts(reference, chain, [BARS], question, criteria)
+    assert sorted(v for v, _ in facts) == [11.09, 11.22, 11.35]
+    assert dict((v, c) for v, c in facts)[11.35] == criteria[0]  # a criterion that names it describes it
+    assert dict((v, c) for v, c in facts)[11.22] == "the answer states the SMA 11.22"
+    # a field the question names only in part (a date is "a day"), or not at all, is no fact; nor is what the chain
+    # passed (the count of bars it asked for), nor a value the reference leaves out
+    closes = stated_facts(reference, chain, [BARS], "Give me the last 2 daily closes.", [])
+    assert sorted(closes) == [(11.09, ANY), (11.35, ANY)]
+    assert stated_facts(json.dumps({"close": 11.35}), chain, [BARS], question, []) == [(11.35, ANY)]
+    counted = {"count": 2, **BARS}
+    assert 2 not in [v for v, _ in stated_facts(json.dumps(counted), chain, [counted], question + " count", [])]
