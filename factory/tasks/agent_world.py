@@ -245,6 +245,8 @@ def question_task(
         chain = [ToolCall(tool=function_name(c.tool), args=c.args) for c in q.grading_rubric.verified_tool_chain]
     replay = replay_calls(session_factory, chain)
     diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
+    # by effect: a fetch that refreshes an index on some arguments only writes where the end state shows it
+    mutates = bool(diff.tables)
     choices = solver_choices(
         spec, session_factory, chain, replay, q.task, lambda c: rebind_created_ids(session_factory, c, q.task)
     )
@@ -256,8 +258,6 @@ def question_task(
     produced = [v for v in produced if value_key(v) not in choices.outputs]
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
     rows = _record_lists(replay.initial.tables, replay.final.tables)
-    # by effect: a fetch that refreshes an index on some arguments only writes where the end state shows it
-    mutates = bool(diff.tables)
     criteria = q.grading_rubric.success_criteria
     outputs = [r.value if r.ok else None for r in replay.results]
     asked: list[tuple[Any, str]] = []  # what the criteria ask for first, then what the question asks for
