@@ -34,6 +34,11 @@ def test_unknown_topic_and_bad_file_are_errors(tmp_path: Path):
     assert broken.exit_code == 2 and "error:" in broken.output
     backend = runner.invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "z"), "--backend", "csv"])
     assert backend.exit_code == 2
+    # a checkout of an API's repository, as users pass it: the error names the files it holds
+    (tmp_path / "repo" / "spec").mkdir(parents=True)
+    (tmp_path / "repo" / "spec" / "openapi.yml").write_text("openapi: 3.0.0")
+    folder = runner.invoke(app, ["build-env", str(tmp_path / "repo"), "--out", str(tmp_path / "w")])
+    assert folder.exit_code == 2 and "is a directory" in folder.output and "spec/openapi.yml" in folder.output
 
 
 def test_rejected_environment_exits_non_zero_with_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

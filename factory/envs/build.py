@@ -44,11 +44,18 @@ def build_bundle(
     return assemble_bundle(spec, rows, out)
 
 
+_SOURCE_SUFFIXES = {".json", ".yaml", ".yml"}
+
+
 def resolve_topic(source: str) -> Topic:
     """A catalog topic id, or a file (OpenAPI, MCP tools/list) holding exactly one topic."""
     from factory.topics import SourceError, get_topic, load_source
 
     path = Path(source)
+    if path.is_dir():
+        found = sorted(str(f.relative_to(path)) for f in path.rglob("*") if f.suffix in _SOURCE_SUFFIXES)[:5]
+        hint = f" (it holds {', '.join(found)})" if found else ""
+        raise SourceError(source, f"is a directory: build-env takes one OpenAPI or MCP tools/list file{hint}")
     if not path.is_file():
         if path.suffix or "/" in source:
             raise SourceError(source, "no such file")
