@@ -13,6 +13,8 @@ it. A constrained one (a key type that must be "S", "N" or "B") fails the change
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,9 +64,28 @@ def _candidates(spec: EnvSpec, chain: list[ToolCall], replay: Replay, question: 
     out: dict[tuple[str, Any], Any] = {}
     for v in [*solver_worded(spec, chain, question), *loose]:
         k = value_key(v)
-        if k is not None and k not in out and (k not in held or is_prose(v)) and not _dated(v):
+        if k is None or k in out or (k in held and not is_prose(v)) or _dated(v):
+            continue
+        if not (isinstance(v, int | float) and _numbers_in(question, v)):
             out[k] = v
     return list(out.values())
+
+
+_SPELLED = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+    r"sixty|ninety|hundred|thousand|million|dozen|half)\b",
+    re.IGNORECASE,
+)
+_UNIT_FACTORS = (60, 100, 1000, 1024, 3600, 86400)  # s/min, percent, ms/s and k, KiB, s/h, s/day
+
+
+def _numbers_in(question: str, value: float) -> bool:
+    """Whether the question may state `value` in other words: spelled out ("five thousand"), or in another
+    unit ("timeout 60s" for 60000 ms). Such a number is no free choice."""
+    if _SPELLED.search(question):
+        return True
+    stated = [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", question)]
+    return any(math.isclose(value, n * f) or math.isclose(value * f, n) for n in stated for f in _UNIT_FACTORS)
 
 
 def _whole(arg: Any, value: Any) -> bool:

@@ -510,15 +510,21 @@ def test_a_number_the_question_leaves_open_is_the_solver_s_and_a_constrained_one
 
     open_number = question("Put workspace hcs_ws_01 on the scale plan with a daily request quota.", "scale")
     open_plan = question("Give workspace hcs_ws_01 a daily quota of 5000 requests on a paid plan.", "scale")
+    # a number the question spells out, or gives in another unit, is no choice
+    spelled = question("Put workspace hcs_ws_01 on the scale plan with five thousand requests a day.", "scale")
+    per_second = question("Put workspace hcs_ws_01 on the scale plan, 5 requests a second, by the day.", "scale")
+    tasks = [open_number, open_plan, spelled, per_second]
     (env_dir.parent / "questions").mkdir()
-    (env_dir.parent / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": [open_number, open_plan]}))
+    (env_dir.parent / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": tasks}))
     out = tmp_path / "bundle"
     import_agent_world(env_dir, out)
     result = import_agent_world_tasks(out, questions_path(env_dir))
     [task] = result.tasks
-    [dropped] = result.dropped
     assert task.question == open_number["task"]
-    assert dropped.question == open_plan["task"] and "ungrounded_write" in dropped.reason and "plan=" in dropped.reason
+    dropped = {d.question: d.reason for d in result.dropped}
+    assert "ungrounded_write" in dropped[open_plan["task"]] and "plan=" in dropped[open_plan["task"]]
+    for q in (spelled, per_second):
+        assert "ungrounded_write" in dropped[q["task"]] and "daily_requests=5000" in dropped[q["task"]]
     [end] = [c for c in task.rubric if c.kind == "end_state"]
     assert {"workspaces.daily_requests", "workspaces.burst"} <= set(end.value["ignore"])
     assert "workspaces.quota" not in end.value["ignore"] and "workspaces.plan" not in end.value["ignore"]
