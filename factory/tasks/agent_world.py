@@ -30,6 +30,7 @@ import re
 import shutil
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,11 @@ from factory.envs.importers import CHECKPOINT_SUFFIX, KEY_FIELD, function_name, 
 from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, ToolCall
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
-from factory.tasks.choices import solver_choices
+from factory.tasks.choices import path_fields, solver_choices
 from factory.tasks.criteria import asked_facts, stated_facts
 from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import Solver, value_key
+from factory.tasks.lookups import with_lookups
 from factory.tasks.programs.verifier import competitors
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
@@ -247,11 +249,11 @@ def question_task(
     diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
     # by effect: a fetch that refreshes an index on some arguments only writes where the end state shows it
     mutates = bool(diff.tables)
-    choices = solver_choices(
-        spec, session_factory, chain, replay, q.task, lambda c: rebind_created_ids(session_factory, c, q.task)
-    )
-    if choices.fields:
-        spec = spec.model_copy(update={"bookkeeping": [*spec.bookkeeping, *choices.fields]})
+    rebind = partial(rebind_created_ids, session_factory, question=q.task)
+    choices = solver_choices(spec, session_factory, chain, replay, q.task, rebind)
+    drawn = path_fields(spec, session_factory, chain, replay, rebind)
+    if choices.fields or drawn:
+        spec = spec.model_copy(update={"bookkeeping": [*spec.bookkeeping, *choices.fields, *drawn]})
         diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys())
     produced = [leaf for r in replay.results if r.ok for leaf in json_leaves(r.value)]
     produced += [leaf for c in chain for leaf in json_leaves(c.args)]
@@ -425,7 +427,9 @@ def import_agent_world_tasks(
         for q, chain, results, rel in zip(questions, chains, ours, released, strict=True):
             why = chain_failure(spec, chain, results, dropped_tools, rel)
             if why is None:
-                tasks.append(question_task(spec, q, session_factory, origin, chain))
+                rebind = partial(rebind_created_ids, session_factory, question=q.task)
+                gold = with_lookups(spec, session_factory, chain, q.task, rebind)
+                tasks.append(question_task(spec, q, session_factory, origin, gold))
             else:
                 failed.append(DroppedTask(id="", kind="graph", question=q.task, reason=why, reasons=[why]))
         result = curate_tasks(

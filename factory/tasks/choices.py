@@ -181,3 +181,21 @@ def solver_choices(
     theirs = {k for r in again.results if r.ok for leaf in json_leaves(r.value) if (k := value_key(leaf)) is not None}
     ours = {k for r in replay.results if r.ok for leaf in json_leaves(r.value) if (k := value_key(leaf)) is not None}
     return Choices(values=free, fields=fields, outputs={*(ours - theirs), *(value_key(v) for v in free)} - {None})
+
+
+def path_fields(
+    spec: EnvSpec, session_factory: SessionFactory, chain: list[ToolCall], replay: Replay, rebind: Rebind
+) -> list[str]:
+    """`table.field`s whose written values depend on the calls before the chain: a run that first reads once more
+    draws other ids, so a new render job names another new chart config. The solver's path is its own: found by
+    replaying the chain after one more call of its first read, they go unchecked like its choices."""
+    keys = spec.primary_keys()
+    writes = {t.name for t in spec.tools if t.mutates}
+    read = next((c for c in chain if c.tool not in writes), None)
+    if read is None:
+        return []
+    again = replay_calls(session_factory, rebind([read, *chain]))
+    if [r.ok for r in again.results[1:]] != [r.ok for r in replay.results]:
+        return []
+    diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=keys)
+    return _differing(diff, state_diff(again.initial, again.final, spec.bookkeeping, keys=keys)) or []

@@ -329,6 +329,24 @@ def test_the_released_code_judges_what_is_inside_its_arguments(gateway: Path) ->
         )
 
 
+def _gateway_with(tmp_path: Path, tool: dict, questions: list[dict] | None = None) -> Path:
+    """A copy of the gateway release environment with one more released tool (and `questions` of its own):
+    the environment directory, laid out as in the release's environment_mix/."""
+    env_dir = tmp_path / "environment_mix" / GATEWAY.name
+    shutil.copytree(GATEWAY, env_dir)
+    checkpoint = json.loads((MIX / f"{GATEWAY.name}_step4_checkpoint.json").read_text())
+    checkpoint["data"]["ToolDesignAgent"]["tool_schemas"].append(tool)
+    (env_dir.parent / f"{GATEWAY.name}_step4_checkpoint.json").write_text(json.dumps(checkpoint))
+    if questions is not None:
+        (env_dir.parent / "questions").mkdir()
+        (env_dir.parent / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": questions}))
+    return env_dir
+
+
+def _object(**properties: dict) -> dict:
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
 COMPARE = """def compareRevisions(base_ref, head_ref, **_extra):
     import json, os
     _DB = os.environ.get("MCP_DB_DIR") or "/app/database"
@@ -350,31 +368,22 @@ def test_a_read_the_data_cannot_call_is_probed_with_the_released_chains_argument
     """Two refs no record field is named after: every call built from the data alone is refused, so only the
     source (it writes a request log) would judge the tool, a write. The verified chains of the questions call
     it as the release did; that call only logs, so it is a read."""
-    mix = tmp_path / "environment_mix"
-    shutil.copytree(GATEWAY, mix / GATEWAY.name)
-    checkpoint = json.loads((MIX / f"{GATEWAY.name}_step4_checkpoint.json").read_text())
-    checkpoint["data"]["ToolDesignAgent"]["tool_schemas"].append(
-        {
-            "name": "compareRevisions",
-            "description": "Compare two revisions of the index; every request is logged.",
-            "parameters": {
-                "type": "object",
-                "properties": {"base_ref": {"type": "string"}, "head_ref": {"type": "string"}},
-                "required": ["base_ref", "head_ref"],
-            },
-            "implementation": COMPARE,
-        }
-    )
-    (mix / f"{GATEWAY.name}_step4_checkpoint.json").write_text(json.dumps(checkpoint))
-    without = import_agent_world(mix / GATEWAY.name, tmp_path / "without")
+    tool = {
+        "name": "compareRevisions",
+        "description": "Compare two revisions of the index; every request is logged.",
+        "parameters": _object(base_ref={"type": "string"}, head_ref={"type": "string"}),
+        "implementation": COMPARE,
+    }
+    env_dir = _gateway_with(tmp_path, tool)
+    without = import_agent_world(env_dir, tmp_path / "without")
     assert "compareRevisions" in without.kept_tools
     assert Bundle.open(tmp_path / "without").spec.tool("compareRevisions").mutates
     chain = [{"tool": "compareRevisions", "args": {"base_ref": "beef0042", "head_ref": "c0ffee12"}}]
     question = {"task": "How much larger is c0ffee12 than beef0042?", "reference_answer": "-838"}
     question["grading_rubric"] = {"success_criteria": [], "verified_tool_chain": chain}
-    (mix / "questions").mkdir()
-    (mix / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": [question]}))
-    import_agent_world(mix / GATEWAY.name, tmp_path / "with")
+    (env_dir.parent / "questions").mkdir()
+    (env_dir.parent / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": [question]}))
+    import_agent_world(env_dir, tmp_path / "with")
     spec = Bundle.open(tmp_path / "with").spec
     assert not spec.tool("compareRevisions").mutates
     assert "questions" in spec.lineage.inputs  # the judgement depends on them: a changed file rebuilds
@@ -405,24 +414,6 @@ def test_a_metered_read_is_a_read_and_an_extra_one_fails_no_task(tmp_path: Path)
     """As in a real release environment (a search quota): every status check adds its own audit record to the
     jobs a cancel changes, and counts against the key's quota. Its records and the counter are bookkeeping,
     so a solver that checks once more than the verified chain still passes, and the cancel is still judged."""
-    env_dir = tmp_path / "environment_mix" / GATEWAY.name
-    shutil.copytree(GATEWAY, env_dir)
-    keys = json.loads((env_dir / "api_keys.json").read_text())
-    (env_dir / "api_keys.json").write_text(json.dumps([{**k, "requests_used": 3} for k in keys]))
-    checkpoint = json.loads((MIX / f"{GATEWAY.name}_step4_checkpoint.json").read_text())
-    checkpoint["data"]["ToolDesignAgent"]["tool_schemas"].append(
-        {
-            "name": "getJobStatus",
-            "description": "Get the status of a job; every check is recorded and counts against the quota.",
-            "parameters": {
-                "type": "object",
-                "properties": {"workspace_id": {"type": "string"}, "job_id": {"type": "string"}},
-                "required": ["workspace_id", "job_id"],
-            },
-            "implementation": JOB_STATUS,
-        }
-    )
-    (env_dir.parent / f"{GATEWAY.name}_step4_checkpoint.json").write_text(json.dumps(checkpoint))
     status = {"tool": "getJobStatus", "args": {"workspace_id": "hcs_ws_01", "job_id": "hcs_job_1"}}
     cancel = {
         "tool": "cancelJob",
@@ -433,8 +424,15 @@ def test_a_metered_read_is_a_read_and_an_extra_one_fails_no_task(tmp_path: Path)
         "reference_answer": "hcs_job_1 is cancelled.",
         "grading_rubric": {"success_criteria": [], "verified_tool_chain": [status, cancel, status]},
     }
-    (env_dir.parent / "questions").mkdir()
-    (env_dir.parent / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": [question]}))
+    tool = {
+        "name": "getJobStatus",
+        "description": "Get the status of a job; every check is recorded and counts against the quota.",
+        "parameters": _object(workspace_id={"type": "string"}, job_id={"type": "string"}),
+        "implementation": JOB_STATUS,
+    }
+    env_dir = _gateway_with(tmp_path, tool, [question])
+    keys = json.loads((env_dir / "api_keys.json").read_text())
+    (env_dir / "api_keys.json").write_text(json.dumps([{**k, "requests_used": 3} for k in keys]))
     out = tmp_path / "bundle"
     assert "getJobStatus" in import_agent_world(env_dir, out).kept_tools
     spec = Bundle.open(out).spec
@@ -489,19 +487,6 @@ def test_a_number_the_question_leaves_open_is_the_solver_s_and_a_constrained_one
     """The chain picks 5000 requests a day, which the question leaves open: a solver that picks 8000 passes too,
     and what the number decides (the burst, twice it) is not checked either; the enforced quota is. The plan it
     picks ("scale") can only be one of two, so changing it breaks the chain: no choice, the question is dropped."""
-    env_dir = tmp_path / "environment_mix" / GATEWAY.name
-    shutil.copytree(GATEWAY, env_dir)
-    checkpoint = json.loads((MIX / f"{GATEWAY.name}_step4_checkpoint.json").read_text())
-    props = {"workspace_id": {"type": "string"}, "daily_requests": {"type": "integer"}, "plan": {"type": "string"}}
-    checkpoint["data"]["ToolDesignAgent"]["tool_schemas"].append(
-        {
-            "name": "setQuota",
-            "description": "Set a workspace's daily request quota and its plan.",
-            "parameters": {"type": "object", "properties": props, "required": list(props)},
-            "implementation": QUOTA,
-        }
-    )
-    (env_dir.parent / f"{GATEWAY.name}_step4_checkpoint.json").write_text(json.dumps(checkpoint))
 
     def question(task: str, plan: str) -> dict:
         call = {"tool": "setQuota", "args": {"workspace_id": "hcs_ws_01", "daily_requests": 5000, "plan": plan}}
@@ -513,9 +498,15 @@ def test_a_number_the_question_leaves_open_is_the_solver_s_and_a_constrained_one
     # a number the question spells out, or gives in another unit, is no choice
     spelled = question("Put workspace hcs_ws_01 on the scale plan with five thousand requests a day.", "scale")
     per_second = question("Put workspace hcs_ws_01 on the scale plan, 5 requests a second, by the day.", "scale")
-    tasks = [open_number, open_plan, spelled, per_second]
-    (env_dir.parent / "questions").mkdir()
-    (env_dir.parent / "questions" / f"{GATEWAY.name}.json").write_text(json.dumps({"tasks": tasks}))
+    tool = {
+        "name": "setQuota",
+        "description": "Set a workspace's daily request quota and its plan.",
+        "parameters": _object(
+            workspace_id={"type": "string"}, daily_requests={"type": "integer"}, plan={"type": "string"}
+        ),
+        "implementation": QUOTA,
+    }
+    env_dir = _gateway_with(tmp_path, tool, [open_number, open_plan, spelled, per_second])
     out = tmp_path / "bundle"
     import_agent_world(env_dir, out)
     result = import_agent_world_tasks(out, questions_path(env_dir))
@@ -536,3 +527,76 @@ def test_a_number_the_question_leaves_open_is_the_solver_s_and_a_constrained_one
         starter = gold.model_copy(update={"args": {**gold.args, "plan": "starter"}})
         assert _verdict(task, session_factory, [starter], "Done.")  # the plan the question names is held
         assert _verdict(task, session_factory, [], "Done.")
+
+
+def test_a_chain_that_writes_an_id_it_never_looked_up_gets_the_read_a_solver_needs(gateway: Path, tmp_path: Path):
+    """The chain cancels hcs_job_1 without listing the jobs: the question names the workspace, not the job. The
+    read a solver makes (the jobs of the workspace the chain passes) is put before the cancel, so the question
+    is kept, with a gold that a solver can follow."""
+    cancel = {"workspace_id": "hcs_ws_01", "job_id": "hcs_job_1", "cancelReason": "Stuck for hours."}
+    question = {
+        "task": "The reindex job of workspace hcs_ws_01 is stuck running: cancel it.",
+        "reference_answer": "Cancelled.",
+        "grading_rubric": {"success_criteria": [], "verified_tool_chain": [{"tool": "cancelJob", "args": cancel}]},
+    }
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"tasks": [question]}))
+    result = import_agent_world_tasks(gateway, questions)
+    assert not result.dropped, [d.reason for d in result.dropped]
+    [task] = result.tasks
+    lookup, stop = task.gold
+    assert lookup.tool in ("listJobs", "getJob") and Bundle.open(gateway).spec.tool(lookup.tool).mutates is False
+    assert set(lookup.args.values()) <= {"hcs_ws_01", "hcs_key_01"}  # grounded: what the question gives
+    assert stop.tool == "cancelJob" and stop.args["job_id"] == "hcs_job_1"
+
+
+EXPORT = """def exportReport(workspace_id, **_extra):
+    import json, os, uuid
+    _DB = os.environ.get("MCP_DB_DIR") or "/app/database"
+    def _load(n):
+        try:
+            with open(os.path.join(_DB, n), encoding="utf-8") as f: return json.load(f)
+        except FileNotFoundError: return []
+    def _save(n, d):
+        with open(os.path.join(_DB, n), "w", encoding="utf-8") as f: json.dump(d, f)
+    report = {"id": "hcs_rep_" + uuid.uuid4().hex[:12], "workspace_id": workspace_id, "status": "ready"}
+    reports = _load("jobs.json")
+    reports.append({**report, "job_type": "export", "error_code": None, "error_message": None, "report": report["id"]})
+    _save("jobs.json", reports)
+    return {"data": report}
+"""
+
+
+def test_an_id_drawn_after_the_solver_s_own_calls_is_not_held_to_the_chain_s(tmp_path: Path) -> None:
+    """The export job names the report id it draws: one more read before it draws another. The field goes
+    unchecked (found by replaying the chain after one more read), the job itself is checked."""
+    question = {
+        "task": "Export a report of workspace hcs_ws_01 and tell me its status.",
+        "reference_answer": "ready",
+        "grading_rubric": {
+            "success_criteria": [],
+            "verified_tool_chain": [
+                {"tool": "listJobs", "args": {"workspace_id": "hcs_ws_01"}},
+                {"tool": "exportReport", "args": {"workspace_id": "hcs_ws_01"}},
+            ],
+        },
+    }
+    tool = {
+        "name": "exportReport",
+        "description": "Export a report of the workspace.",
+        "parameters": _object(workspace_id={"type": "string"}),
+        "implementation": EXPORT,
+    }
+    env_dir = _gateway_with(tmp_path, tool, [question])
+    out = tmp_path / "bundle"
+    import_agent_world(env_dir, out)
+    result = import_agent_world_tasks(out, questions_path(env_dir))
+    assert not result.dropped, [d.reason for d in result.dropped]
+    [task] = result.tasks
+    [end] = [c for c in task.rubric if c.kind == "end_state"]
+    assert "jobs.report" in end.value["ignore"] and "jobs.job_type" not in end.value["ignore"]
+    listing, export = task.gold
+    env, session_factory = environment_session_factory(Bundle.open(out))
+    with env:
+        assert _verdict(task, session_factory, [listing, listing, export], "ready") == []
+        assert _verdict(task, session_factory, [listing], "ready")  # nothing exported
