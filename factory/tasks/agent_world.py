@@ -44,12 +44,18 @@ from factory.pipeline.registry import TASKS
 from factory.tasks.choices import path_fields, solver_choices
 from factory.tasks.criteria import asked_facts, stated_facts
 from factory.tasks.end_state import end_state_check
-from factory.tasks.filter import Solver, value_key
+from factory.tasks.filter import Solver, checked_values, value_key
 from factory.tasks.lookups import with_lookups
 from factory.tasks.programs.verifier import competitors
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
 from factory.verify.answers import answer_contains
-from factory.verify.scoring import SessionFactory, environment_session_factory, replay_calls
+from factory.verify.scoring import (
+    Replay,
+    SessionFactory,
+    calls_that_write,
+    environment_session_factory,
+    replay_calls,
+)
 from factory.verify.state import ColumnFilter, StateDiff, json_leaves, state_diff
 
 MAX_ANSWER_CHECKS = 6
@@ -168,7 +174,11 @@ def answer_checks(
     others = [c for i, c in enumerate(candidates) if i not in named and c.competitors]
     # a read falls back on the reference's other values only when nothing it asks for is known
     tiers = [telling, others, said, candidates] if any_value and not facts else [telling, said]
-    return [*facts, *next((tier for tier in tiers if tier), [])][:MAX_ANSWER_CHECKS]
+    checks = [*facts, *next((tier for tier in tiers if tier), [])][:MAX_ANSWER_CHECKS]
+    required = {value_key(c.value) for c in checks} - {None}  # what one check asks for competes with no other
+    for c in checks:
+        c.competitors = [x for x in c.competitors if value_key(x) not in required]
+    return checks
 
 
 def _record_lists(initial: dict[str, list[Any]], final: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -297,6 +307,59 @@ def question_task(
             generator="import",
         ),
     )
+
+
+_CREDENTIAL = re.compile(r"key|token|secret|password|auth", re.IGNORECASE)
+
+
+def _record_ids(tables: dict[str, list[Any]]) -> set[tuple[str, Any]]:
+    """The text ids the data's records hold (`id`, `<x>_id`): what a call passes to find a record, not to set
+    it (numbers are left out: a small one is some record's id by chance)."""
+    return {
+        k
+        for rows in tables.values()
+        for row in rows
+        if isinstance(row, dict)
+        for f, v in row.items()
+        if (f == "id" or f.endswith("_id") or f == KEY_FIELD) and isinstance(v, str) and (k := value_key(v))
+    }
+
+
+def _changed_rows(spec: EnvSpec, replay: Replay) -> set[tuple[str, Any]]:
+    """Every value of the rows the run changed: the path a fetch names finds the row whose change is checked."""
+    out: set[tuple[str, Any]] = set()
+    for table, d in state_diff(replay.initial, replay.final, spec.bookkeeping, keys=spec.primary_keys()).tables.items():
+        changed = {json.dumps(c.key, default=str) for c in d.changed}
+        for row in replay.final.tables.get(table, []):
+            if d.key is not None and json.dumps(row.get(d.key), default=str) in changed:
+                out |= {k for v in row.values() if (k := value_key(v)) is not None}
+    return out
+
+
+def unverifiable(spec: EnvSpec, task: Task, session_factory: SessionFactory) -> str | None:
+    """Why no check can see what the question asks a write for, or None: the article's status and title that
+    only a request log keeps, a row limit that leaves no trace, the attributes of an entry whose column a free
+    choice hides. A verifier that ignores them pays a draft article as well as the published one the question
+    wants. The ids of the data's records and credentials, which a call passes to find its record, are not asked
+    for this way."""
+    if isinstance(task.gold, str):
+        return None
+    replay = replay_calls(session_factory, task.gold)
+    checked = checked_values(task) | _record_ids(replay.initial.tables) | _changed_rows(spec, replay)
+    writes = calls_that_write(session_factory, task.gold, spec.bookkeeping, spec.primary_keys())
+    for i, (call, wrote) in enumerate(zip(task.gold, writes, strict=True)):
+        asked = {name: value for name, value in call.args.items() if wrote and not _CREDENTIAL.search(name)}
+        for name, value in asked.items():
+            for leaf in json_leaves(value):
+                k = value_key(leaf)
+                if k is None or k in checked or (isinstance(leaf, str) and len(leaf) < 3):
+                    continue
+                if answer_contains(task.question, leaf):
+                    return (
+                        f"unverifiable: call {i + 1} {call.tool}: {name}={leaf!r}, which the question asks for, "
+                        "lands in no check"
+                    )
+    return None
 
 
 # Codes our side produces: the runtime's argument check, a tool the gate did not keep, the sandbox.
@@ -429,7 +492,10 @@ def import_agent_world_tasks(
             if why is None:
                 rebind = partial(rebind_created_ids, session_factory, question=q.task)
                 gold = with_lookups(spec, session_factory, chain, q.task, rebind)
-                tasks.append(question_task(spec, q, session_factory, origin, gold))
+                task = question_task(spec, q, session_factory, origin, gold)
+                why = unverifiable(spec, task, session_factory)
+            if why is None:
+                tasks.append(task)
             else:
                 failed.append(DroppedTask(id="", kind="graph", question=q.task, reason=why, reasons=[why]))
         result = curate_tasks(

@@ -114,9 +114,11 @@ def _with(args: Any, keys: set[tuple[str, Any]]) -> Any:
     return _changed(args) if value_key(args) in keys else args
 
 
-def _differing(a: StateDiff, b: StateDiff) -> list[str] | None:
+def differing_fields(a: StateDiff, b: StateDiff, whole: bool = False) -> list[str] | None:
     """`table.field`s whose written values differ between two runs (keys aside), or None when the runs wrote
-    different rows (another count added, another row changed)."""
+    different rows (another count added, another row changed). With `whole`, also None when a field that
+    differs holds a structure: a choice that decides part of an entry's attributes cannot be left out without
+    leaving out the parts the question states."""
     out: set[str] = set()
     for table in sorted(set(a.tables) | set(b.tables)):
         x, y = a.tables.get(table), b.tables.get(table)
@@ -128,7 +130,10 @@ def _differing(a: StateDiff, b: StateDiff) -> list[str] | None:
             return None
         pairs = [*_paired(x.added, y.added), *((before[k], after[k]) for k in before)]
         for r, s in pairs:  # an added row's key is no check already, and rows are matched by it
-            out |= {f"{table}.{f}" for f in set(r) | set(s) if r.get(f) != s.get(f) and f != x.key}
+            fields = {f for f in set(r) | set(s) if r.get(f) != s.get(f) and f != x.key}
+            if whole and any(isinstance(v.get(f), dict | list) for f in fields for v in (r, s)):
+                return None
+            out |= {f"{table}.{f}" for f in fields}
     return sorted(out)
 
 
@@ -167,7 +172,7 @@ def solver_choices(
         again = replay_calls(session_factory, changed)
         if [r.ok for r in again.results] != oks:
             return None
-        fields = _differing(diff, state_diff(again.initial, again.final, spec.bookkeeping, keys=keys))
+        fields = differing_fields(diff, state_diff(again.initial, again.final, spec.bookkeeping, keys=keys), whole=True)
         return (again, fields) if fields is not None else None
 
     free = candidates
@@ -198,4 +203,4 @@ def path_fields(
     if [r.ok for r in again.results[1:]] != [r.ok for r in replay.results]:
         return []
     diff = state_diff(replay.initial, replay.final, spec.bookkeeping, keys=keys)
-    return _differing(diff, state_diff(again.initial, again.final, spec.bookkeeping, keys=keys)) or []
+    return differing_fields(diff, state_diff(again.initial, again.final, spec.bookkeeping, keys=keys)) or []

@@ -600,3 +600,44 @@ def test_an_id_drawn_after_the_solver_s_own_calls_is_not_held_to_the_chain_s(tmp
     with env:
         assert _verdict(task, session_factory, [listing, listing, export], "ready") == []
         assert _verdict(task, session_factory, [listing], "ready")  # nothing exported
+
+
+NOTE = """def publishNote(workspace_id, title, status, **_extra):
+    import json, os
+    _DB = os.environ.get("MCP_DB_DIR") or "/app/database"
+    def _load(n):
+        with open(os.path.join(_DB, n), encoding="utf-8") as f: return json.load(f)
+    def _save(n, d):
+        with open(os.path.join(_DB, n), "w", encoding="utf-8") as f: json.dump(d, f)
+    items = _load("items.json")
+    items.append({"id": "hcs_note_" + str(len(items)), "workspace_id": workspace_id, "collection_name": "notes",
+                  "title": "", "status": "present"})
+    _save("items.json", items)
+    logs = _load("request_logs.json")
+    logs.append({"id": "hrl_note", "tool_name": "publishNote", "payload": {"title": title, "status": status}})
+    _save("request_logs.json", logs)
+    return {"data": {"id": items[-1]["id"]}}
+"""
+
+
+def test_a_question_whose_asked_values_land_in_no_check_is_dropped(tmp_path: Path) -> None:
+    """The note's title and status are kept only in the request log (bookkeeping): a verifier of the note that
+    exists would pay a draft with another title as well, so the question is dropped, and says why."""
+    publish = {"tool": "publishNote", "args": {"workspace_id": "hcs_ws_01", "title": "Weekly digest", "status": "live"}}
+    question = {
+        "task": "In workspace hcs_ws_01, publish a note titled 'Weekly digest' with status live.",
+        "reference_answer": "Published.",
+        "grading_rubric": {"success_criteria": [], "verified_tool_chain": [publish]},
+    }
+    tool = {
+        "name": "publishNote",
+        "description": "Publish a note in the workspace.",
+        "parameters": _object(workspace_id={"type": "string"}, title={"type": "string"}, status={"type": "string"}),
+        "implementation": NOTE,
+    }
+    env_dir = _gateway_with(tmp_path, tool, [question])
+    out = tmp_path / "bundle"
+    import_agent_world(env_dir, out)
+    result = import_agent_world_tasks(out, questions_path(env_dir))
+    [dropped] = result.dropped
+    assert dropped.reason.startswith("unverifiable: call 1 publishNote: title='Weekly digest'"), dropped.reason

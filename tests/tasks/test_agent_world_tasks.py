@@ -142,3 +142,14 @@ def test_every_telling_value_a_criterion_names_is_checked_and_a_write_asks_only_
     # criteria that name nothing: a read falls back on the reference's values, a write is judged by its effect
     assert answer_checks(reference, produced, ["It works"], rows=rows)
     assert answer_checks(reference, produced, ["It works"], rows=rows, any_value=False) == []
+
+
+def test_a_value_one_check_asks_for_is_no_competitor_of_another():
+    """ "the URLs of the issue and of the commit": stating the issue's URL is no hedge on the commit's; a third
+    URL still is."""
+    urls = ["https://gh.example/issues/214", "https://gh.example/commit/8f3c", "https://gh.example/commit/77aa"]
+    rows = {"items": [{"source_url": u} for u in urls]}
+    asked = [(urls[0], "the issue URL"), (urls[1], "the fix commit's URL")]
+    checks = answer_checks("{}", [], [], "Give me the URLs.", rows, asked=asked)
+    assert [c.value for c in checks] == urls[:2]
+    assert [c.competitors for c in checks] == [[urls[2]], [urls[2]]]
