@@ -938,7 +938,7 @@ def call_effect(before: dict[str, list[Any]], after: dict[str, list[Any]]) -> Pr
         old, new = before.get(t, []), after.get(t, [])
         moved = _counted(old, new)
         if moved is None:
-            keep = [json.dumps(r, sort_keys=True) for r in new]
+            keep = {json.dumps(r, sort_keys=True) for r in new}
             grew = len(new) > len(old) and all(json.dumps(r, sort_keys=True) in keep for r in old)
             probe.appended_only &= grew
         else:

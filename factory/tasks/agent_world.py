@@ -44,7 +44,7 @@ from factory.pipeline.registry import TASKS
 from factory.tasks.choices import path_fields, solver_choices
 from factory.tasks.criteria import asked_facts, stated_facts
 from factory.tasks.end_state import end_state_check
-from factory.tasks.filter import Solver, checked_values, value_key
+from factory.tasks.filter import Solver, checked_values, value_key, value_keys
 from factory.tasks.lookups import with_lookups
 from factory.tasks.programs.verifier import competitors
 from factory.tasks.synthesize import TaskSynthesis, curate_tasks
@@ -52,9 +52,9 @@ from factory.verify.answers import answer_contains
 from factory.verify.scoring import (
     Replay,
     SessionFactory,
-    calls_that_write,
     environment_session_factory,
     replay_calls,
+    replay_writes,
 )
 from factory.verify.state import ColumnFilter, StateDiff, json_leaves, state_diff
 
@@ -332,7 +332,7 @@ def _changed_rows(spec: EnvSpec, replay: Replay) -> set[tuple[str, Any]]:
         changed = {json.dumps(c.key, default=str) for c in d.changed}
         for row in replay.final.tables.get(table, []):
             if d.key is not None and json.dumps(row.get(d.key), default=str) in changed:
-                out |= {k for v in row.values() if (k := value_key(v)) is not None}
+                out |= value_keys(row)
     return out
 
 
@@ -344,21 +344,25 @@ def unverifiable(spec: EnvSpec, task: Task, session_factory: SessionFactory) -> 
     for this way."""
     if isinstance(task.gold, str):
         return None
-    replay = replay_calls(session_factory, task.gold)
+    replay, writes = replay_writes(session_factory, task.gold, spec.bookkeeping, spec.primary_keys())
     checked = checked_values(task) | _record_ids(replay.initial.tables) | _changed_rows(spec, replay)
-    writes = calls_that_write(session_factory, task.gold, spec.bookkeeping, spec.primary_keys())
-    for i, (call, wrote) in enumerate(zip(task.gold, writes, strict=True)):
-        asked = {name: value for name, value in call.args.items() if wrote and not _CREDENTIAL.search(name)}
-        for name, value in asked.items():
-            for leaf in json_leaves(value):
-                k = value_key(leaf)
-                if k is None or k in checked or (isinstance(leaf, str) and len(leaf) < 3):
-                    continue
-                if answer_contains(task.question, leaf):
-                    return (
-                        f"unverifiable: call {i + 1} {call.tool}: {name}={leaf!r}, which the question asks for, "
-                        "lands in no check"
-                    )
+    asked = (
+        (i, call, name, leaf)
+        for i, (call, wrote) in enumerate(zip(task.gold, writes, strict=True))
+        if wrote
+        for name, value in call.args.items()
+        if not _CREDENTIAL.search(name)
+        for leaf in json_leaves(value)
+    )
+    for i, call, name, leaf in asked:
+        k = value_key(leaf)
+        if k is None or k in checked or (isinstance(leaf, str) and len(leaf) < 3):
+            continue
+        if answer_contains(task.question, leaf):
+            return (
+                f"unverifiable: call {i + 1} {call.tool}: {name}={leaf!r}, which the question asks for, "
+                "lands in no check"
+            )
     return None
 
 

@@ -22,10 +22,10 @@ from typing import Any
 from factory.envs.importers import FREE_TEXT_PARAM
 from factory.models import EnvSpec, ToolCall
 from factory.naming import snake_case
-from factory.tasks.filter import is_prose, ungrounded_values, value_key
+from factory.tasks.filter import is_prose, ungrounded_values, value_key, value_keys
 from factory.verify.answers import answer_contains, parse_date
 from factory.verify.scoring import Replay, SessionFactory, replay_calls
-from factory.verify.state import StateDiff, json_leaves, state_diff
+from factory.verify.state import StateDiff, state_diff
 
 MAX_CHOICES = 24  # values tried one by one when changing them all at once breaks the chain
 
@@ -34,9 +34,9 @@ Rebind = Callable[[list[ToolCall]], list[ToolCall]]
 
 @dataclass
 class Choices:
-    """The free choices of a chain: the values, the `table.field`s they decide, the output values they shape."""
+    """What a chain's free choices decide: `table.field`s of the state, and values of its outputs (the
+    choices among them)."""
 
-    values: list[Any] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     outputs: set[tuple[str, Any]] = field(default_factory=set)
 
@@ -55,7 +55,7 @@ def solver_worded(spec: EnvSpec, chain: list[ToolCall], question: str) -> list[s
 
 
 def _candidates(spec: EnvSpec, chain: list[ToolCall], replay: Replay, question: str) -> list[Any]:
-    held = {k for leaf in json_leaves(replay.initial.tables) if (k := value_key(leaf)) is not None}
+    held = value_keys(replay.initial.tables)
     loose = [
         u.value
         for u in ungrounded_values(spec, question, chain, replay.results)
@@ -183,9 +183,9 @@ def solver_choices(
     if found is None:
         return Choices()
     again, fields = found
-    theirs = {k for r in again.results if r.ok for leaf in json_leaves(r.value) if (k := value_key(leaf)) is not None}
-    ours = {k for r in replay.results if r.ok for leaf in json_leaves(r.value) if (k := value_key(leaf)) is not None}
-    return Choices(values=free, fields=fields, outputs={*(ours - theirs), *(value_key(v) for v in free)} - {None})
+    theirs = value_keys([r.value for r in again.results if r.ok])
+    ours = value_keys([r.value for r in replay.results if r.ok])
+    return Choices(fields=fields, outputs=(ours - theirs) | value_keys(free))
 
 
 def path_fields(

@@ -35,10 +35,10 @@ from factory.verify.scoring import (
     GoldRun,
     SessionFactory,
     VerdictCache,
-    calls_that_write,
     gold_trajectory,
     judge,
     replay_calls,
+    replay_writes,
     run_gold,
 )
 from factory.verify.state import canonical_state_hash, json_leaves, state_diff
@@ -82,6 +82,11 @@ def value_key(value: Any) -> tuple[str, Any] | None:
     if isinstance(value, str):
         return ("s", normalize_text(value))
     return None
+
+
+def value_keys(value: Any) -> set[tuple[str, Any]]:
+    """The comparable forms of every scalar inside a JSON value."""
+    return {k for leaf in json_leaves(value) if (k := value_key(leaf)) is not None}
 
 
 def _defaults(spec: EnvSpec, tool: str) -> dict[str, Any]:
@@ -140,7 +145,7 @@ def checked_values(task: Task) -> set[tuple[str, Any]]:
     keys of the rows it changes)."""
     leaves = [leaf for c in task.rubric for leaf in json_leaves([c.value, c.where])]
     leaves += [k for c in task.rubric if c.kind == "end_state" for k in _changed_keys(c.value)]
-    return {k for leaf in leaves if (k := value_key(leaf)) is not None}
+    return value_keys(leaves)
 
 
 def _changed_keys(value: Any) -> list[str]:
@@ -194,7 +199,7 @@ def ungrounded_values(
                         continue
                     problems.append(Ungrounded(call=i + 1, tool=call.tool, param=name, value=leaf))
         if result.ok:
-            seen.update(k for leaf in json_leaves(result.value) if (k := value_key(leaf)) is not None)
+            seen |= value_keys(result.value)
     return problems
 
 
@@ -247,7 +252,7 @@ def filter_task(
     calls = gold.trajectory.tool_calls
     writes = None
     if any(_mutates(spec, c.tool) for c in calls):
-        writes = calls_that_write(session_factory, calls, spec.bookkeeping, spec.primary_keys())
+        _, writes = replay_writes(session_factory, calls, spec.bookkeeping, spec.primary_keys())
     reasons = [
         f"ungrounded_write: {p}"
         for p in ungrounded_values(

@@ -13,17 +13,12 @@ from typing import Any
 
 from factory.models import EnvSpec, ToolCall
 from factory.tasks.choices import Rebind
-from factory.tasks.filter import Ungrounded, ungrounded_values, value_key
+from factory.tasks.filter import Ungrounded, ungrounded_values, value_key, value_keys
 from factory.verify.answers import answer_contains
-from factory.verify.scoring import SessionFactory, calls_that_write, replay_calls
-from factory.verify.state import json_leaves
+from factory.verify.scoring import SessionFactory, replay_calls, replay_writes
 
 MAX_LOOKUPS = 3
 MAX_TRIED = 5  # values looked up per lookup added
-
-
-def _keys(value: Any) -> set[tuple[str, Any]]:
-    return {k for leaf in json_leaves(value) if (k := value_key(leaf)) is not None}
 
 
 def _grounded_args(chain: list[ToolCall], outputs: list[Any], question: str) -> dict[str, Any]:
@@ -32,9 +27,9 @@ def _grounded_args(chain: list[ToolCall], outputs: list[Any], question: str) -> 
     seen: set[tuple[str, Any]] = set()
     for call, output in zip(chain, outputs, strict=True):
         for name, value in call.args.items():
-            if name not in pool and (answer_contains(question, value) or _keys(value) <= seen):
+            if name not in pool and (answer_contains(question, value) or value_keys(value) <= seen):
                 pool[name] = value
-        seen |= _keys(output)
+        seen |= value_keys(output)
     return pool
 
 
@@ -53,7 +48,7 @@ def _lookup(
             continue
         call = ToolCall(tool=tool.name, args={p: pool[p] for p in required})
         result = replay_calls(session_factory, [*before, call]).results[-1]
-        if result.ok and want in _keys(result.value):
+        if result.ok and want in value_keys(result.value):
             return call
     return None
 
@@ -65,9 +60,8 @@ def with_lookups(
     the data holds can be looked up, the first MAX_TRIED of them each time. `rebind` gives the longer chain the
     ids its creates now draw (one more call before them, another id)."""
     for _ in range(MAX_LOOKUPS):
-        replay = replay_calls(session_factory, chain)
-        held = _keys(replay.initial.tables)
-        writes = calls_that_write(session_factory, chain, spec.bookkeeping, spec.primary_keys())
+        replay, writes = replay_writes(session_factory, chain, spec.bookkeeping, spec.primary_keys())
+        held = value_keys(replay.initial.tables)
         missing = [
             u
             for u in ungrounded_values(spec, question, chain, replay.results, writes=writes)

@@ -76,20 +76,21 @@ def replay_calls(session_factory: SessionFactory, calls: Sequence[ToolCall]) -> 
     return Replay(initial=initial, final=final, results=results)
 
 
-def calls_that_write(
+def replay_writes(
     session_factory: SessionFactory, calls: Sequence[ToolCall], bookkeeping: list[str], keys: dict[str, str]
-) -> list[bool]:
-    """Whether each call changed the state (bookkeeping aside), replayed in a new session: a fetch that
-    refreshes an index only when given a ref writes on one call and reads on the next."""
-    out = []
+) -> tuple[Replay, list[bool]]:
+    """`replay_calls`, with whether each call changed the state (bookkeeping aside): a fetch that refreshes an
+    index only when given a ref writes on one call and reads on the next."""
+    writes: list[bool] = []
+    results: list[ToolResult] = []
     with session_factory() as session:
-        before = session.snapshot()
+        initial = before = session.snapshot()
         for c in calls:
-            session.call(c.tool, dict(c.args))
+            results.append(session.call(c.tool, dict(c.args)))
             after = session.snapshot()
-            out.append(not state_diff(before, after, bookkeeping, keys=keys).empty)
+            writes.append(not state_diff(before, after, bookkeeping, keys=keys).empty)
             before = after
-    return out
+    return Replay(initial=initial, final=before, results=results), writes
 
 
 @dataclass

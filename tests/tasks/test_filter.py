@@ -11,7 +11,7 @@ from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import checked_values, filter_task, ungrounded_values
 from factory.tasks.synthesize import curate_tasks, task_id
 from factory.verify.answers import normalize_text
-from factory.verify.scoring import SessionFactory, calls_that_write
+from factory.verify.scoring import SessionFactory, replay_writes
 from tests.builders import open_products
 
 
@@ -212,7 +212,7 @@ def test_grounding_is_asked_of_the_calls_that_write(shop):
     same = ToolCall(tool="update_product", args={"product_id": product["id"], "name": product["name"]})
     new = ToolCall(tool="update_product", args={"product_id": product["id"], "name": "Kettle Pro"})
     calls = [same, new]
-    writes = calls_that_write(sessions, calls, bundle.spec.bookkeeping, bundle.spec.primary_keys())
+    _, writes = replay_writes(sessions, calls, bundle.spec.bookkeeping, bundle.spec.primary_keys())
     assert writes == [False, True]
     with sessions() as s:
         results = [s.call(c.tool, c.args) for c in calls]
