@@ -17,7 +17,8 @@ gold is the verified chain and whose rubric is built offline from what can be ch
 Free-text criteria that name no value are left to an LLM judge (a later stage). A value the question itself
 states is never an answer check (an answer that echoes the question must not pass). A chain that fails on
 replay drops its question before the filter, with `chain_fails_on_release_data: ...` when the released tool
-refused or crashed on the released data, and `import_error: ...` when our import is why (our binding or
+refused or crashed on the released data or answered otherwise than a success criterion says (status
+"failed" where it wants "succeeded"), and `import_error: ...` when our import is why (our binding or
 argument check refused it, or the gate dropped a tool the chain needs although the chain runs with it). A
 chain that needs a dropped tool is run again with every released tool bound (`release_replay`) to tell the
 two apart. The rest go through the same filter and audit as ours.
@@ -42,7 +43,7 @@ from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, Tool
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
 from factory.tasks.choices import path_fields, solver_choices
-from factory.tasks.criteria import asked_facts, stated_facts
+from factory.tasks.criteria import asked_facts, contradicted, stated_facts
 from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import Solver, checked_values, value_key, value_keys
 from factory.tasks.lookups import with_lookups
@@ -139,6 +140,7 @@ def answer_checks(
     rows: dict[str, list[dict[str, Any]]] | None = None,
     any_value: bool = True,
     asked: list[tuple[Any, str]] | None = None,
+    last: set[tuple[str, Any]] | None = None,
 ) -> list[RubricCheck]:
     """Values the chain produced that the reference answer states and the question does not (echoing the
     question must not pass): those a criterion names (its references to chain steps aside) that another record
@@ -147,7 +149,9 @@ def answer_checks(
     effect. The `asked` facts (value, criterion) come first, stated by the reference or not (see
     factory/tasks/criteria.py). With the state's `rows`, each check gets
     its competitors (what another record would give, less what the question or the reference states), and
-    values that have some come first: a tag every record carries tells no answer from another."""
+    values that have some come first: a tag every record carries tells no answer from another. A read whose
+    checks all come from its first calls gets one of the `last` values, those only its last call answers with,
+    a number first: the start of a route the geocode gave does not show that the directions were computed."""
     seen: set[str] = {json.dumps(value) for value, _ in asked or []}
     facts = [RubricCheck(kind="answer_contains", value=value, description=c) for value, c in asked or []]
     candidates: list[RubricCheck] = []
@@ -175,10 +179,20 @@ def answer_checks(
     # a read falls back on the reference's other values only when nothing it asks for is known
     tiers = [telling, others, said, candidates] if any_value and not facts else [telling, said]
     checks = [*facts, *next((tier for tier in tiers if tier), [])][:MAX_ANSWER_CHECKS]
+    if any_value and not facts and last and not any(value_key(c.value) in last for c in checks):
+        # what it computed (a distance) before what names its request (an endpoint's path)
+        ends = sorted((c for c in candidates if value_key(c.value) in last), key=lambda c: isinstance(c.value, str))
+        end = next((c for c in ends if c.competitors), ends[0] if ends else None)
+        checks = [*checks[: MAX_ANSWER_CHECKS - 1], end] if end is not None else checks
     required = {value_key(c.value) for c in checks} - {None}  # what one check asks for competes with no other
     for c in checks:
         c.competitors = [x for x in c.competitors if value_key(x) not in required]
     return checks
+
+
+def _outputs(results: list[Any]) -> list[Any]:
+    """The chain's outputs in order, None where a call failed."""
+    return [r.value if r.ok else None for r in results]
 
 
 def _record_lists(initial: dict[str, list[Any]], final: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -271,7 +285,7 @@ def question_task(
     reference = q.reference_answer if isinstance(q.reference_answer, str) else json.dumps(q.reference_answer)
     rows = _record_lists(replay.initial.tables, replay.final.tables)
     criteria = q.grading_rubric.success_criteria
-    outputs = [r.value if r.ok else None for r in replay.results]
+    outputs = _outputs(replay.results)
     asked: list[tuple[Any, str]] = []  # what the criteria ask for first, then what the question asks for
     named = asked_facts(criteria, chain, outputs, q.task)
     # a value every record shares ("[REDACTED]") tells no answer from another
@@ -279,7 +293,9 @@ def question_task(
     for v, c in [*named, *stated]:
         if value_key(v) not in choices.outputs and all(repr(v) != repr(w) for w, _ in asked):
             asked.append((v, c))
-    answers = answer_checks(reference, produced, criteria, q.task, rows, any_value=not mutates, asked=asked)
+    earlier = {k for v in [*outputs[:-1], *(c.args for c in chain), [c.tool for c in chain]] for k in value_keys(v)}
+    last = value_keys(outputs[-1]) - earlier if outputs else set()
+    answers = answer_checks(reference, produced, criteria, q.task, rows, not mutates, asked, last)
     unstated = [value for value, _ in asked if not answer_contains(reference, value)]
     rubric = [
         *state_checks(diff, spec.bookkeeping, q.task),
@@ -493,6 +509,8 @@ def import_agent_world_tasks(
         released = _released_runs(bundle, Path(questions_file), chains, ours, dropped_tools)
         for q, chain, results, rel in zip(questions, chains, ours, released, strict=True):
             why = chain_failure(spec, chain, results, dropped_tools, rel)
+            if why is None and (wrong := contradicted(q.grading_rubric.success_criteria, chain, _outputs(results))):
+                why = f"chain_fails_on_release_data: {wrong}"
             if why is None:
                 rebind = partial(rebind_created_ids, session_factory, question=q.task)
                 gold = with_lookups(spec, session_factory, chain, q.task, rebind)

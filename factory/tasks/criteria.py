@@ -32,14 +32,21 @@ def _asked_words(question: str) -> set[str]:
     return {singular(w) for w in re.findall(r"[a-z0-9_-]+", question.lower()) if re.fullmatch(r"[a-z0-9]+", w)}
 
 
-def _subject_step(criterion: str, chain: list[ToolCall], base: int) -> int | None:
-    """The step a criterion speaks of: its first step number or tool name (a tool the chain calls once)."""
+def _mentions(criterion: str, chain: list[ToolCall], base: int) -> list[tuple[int, int | None]]:
+    """(where, step) for each step number and tool name in a criterion; a tool the chain calls more than once
+    names no one step (None)."""
     mentions: list[tuple[int, int | None]] = [(m.start(), int(m.group(1)) - base) for m in _STEP.finditer(criterion)]
     for tool in {c.tool for c in chain}:
         m = re.search(rf"(?<![\w.]){re.escape(tool)}(?!\w)", criterion)
         if m is not None:
             calls = [i for i, c in enumerate(chain) if c.tool == tool]
             mentions.append((m.start(), calls[0] if len(calls) == 1 else None))
+    return mentions
+
+
+def _subject_step(criterion: str, chain: list[ToolCall], base: int) -> int | None:
+    """The step a criterion speaks of: its first step number or tool name (a tool the chain calls once)."""
+    mentions = _mentions(criterion, chain, base)
     if not mentions:
         return None
     step = min(mentions, key=lambda m: m[0])[1]
@@ -138,3 +145,42 @@ def stated_facts(
                     named = next((c for c in criteria if answer_contains(_STEP.sub(" ", c), value)), "")
                     facts.append((value, named or f"the answer states the {key} {value}"))
     return facts
+
+
+# `status = "succeeded"`, `status="succeeded"`, `status == 'closed'`, `state: open`, `status is "queued"`: a word a
+# criterion wants a field of its step's output to read ("id is the one..." is prose: `is` only with quotes).
+_QUOTED = r"(?:\"([A-Za-z][\w -]*)\"|'([A-Za-z][\w -]*)')"
+_WANTS = re.compile(rf"\b([a-z][a-z0-9_]*)\s*(?:(?:==?|:)\s*(?:{_QUOTED}|([A-Za-z]\w*)\b)|\s\bis\s+{_QUOTED})")
+# Fields whose values are a few words a record moves through: what a criterion's "status = succeeded" can be
+# held to (an "id = the id from step 1" is prose).
+_STANDING = {"status", "state", "outcome", "phase", "result", "conclusion", "verdict"}
+_EVERY_CALL = re.compile(r"^\W*(?:each|every|all)\b[^.]*\b(?:calls?|steps?|tools?)\b", re.IGNORECASE)
+
+
+def contradicted(criteria: list[str], chain: list[ToolCall], outputs: list[Any]) -> str | None:
+    """Where the replay shows what a criterion says a step does not: "Step 3 returns an operation with status =
+    "succeeded"" and the replayed step's operation reads `failed` (the released chain lost the coordinates it
+    was to pass on, so the provider refused them). Such a chain fails on the released data although every call
+    answered; its reference answer is that failure. Only a criterion that opens with its step ("Step 3 ...",
+    "get_directions returns ...", "Each tool call ...") is read this way: "the session expired in step 2 is
+    closed in the final list" speaks of another. Only a field that says where a record stands (a status, a
+    state) is compared, and only where no record of the step's output reads the wanted word or a part of it."""
+    base = 0 if any(_STEP_ZERO.search(c) for c in criteria) else 1
+    for criterion in criteria:
+        mentions = _mentions(criterion, chain, base)
+        opening = min(mentions, key=lambda m: m[0], default=None)
+        if opening is not None and criterion[: opening[0]].strip(" \t-*•"):
+            opening = None
+        if opening is not None:
+            steps = [opening[1]] if opening[1] is not None and 0 <= opening[1] < len(chain) else []
+        else:
+            steps = range(len(chain)) if _EVERY_CALL.search(criterion) else []
+        for field, *words in _WANTS.findall(criterion):
+            wanted = next(w for w in words if w)
+            if field.split("_")[-1] not in _STANDING:
+                continue
+            for i in steps:
+                found = [o[field] for o in _objects(outputs[i]) if isinstance(o.get(field), str)]
+                if found and not any(answer_contains(wanted, v) or answer_contains(v, wanted) for v in found):
+                    return f"call {i + 1} {chain[i].tool}: {field} is {found[0]!r} where a criterion wants {wanted!r}"
+    return None

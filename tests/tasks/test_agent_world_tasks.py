@@ -17,6 +17,7 @@ from factory.tasks.agent_world import (
     question_task,
     questions_path,
 )
+from factory.tasks.filter import value_keys
 from factory.verify.rubric import rubric_verdict
 from factory.verify.scoring import environment_session_factory, replay_calls
 
@@ -142,6 +143,24 @@ def test_every_telling_value_a_criterion_names_is_checked_and_a_write_asks_only_
     # criteria that name nothing: a read falls back on the reference's values, a write is judged by its effect
     assert answer_checks(reference, produced, ["It works"], rows=rows)
     assert answer_checks(reference, produced, ["It works"], rows=rows, any_value=False) == []
+
+
+def test_a_read_whose_checks_come_from_its_first_calls_also_checks_its_last_call():
+    """Geocode, then directions: the start coordinates a criterion names came from the geocode, so an answer made
+    after the first call passed. One value only the directions answer with is checked too."""
+    rows = {"routes": [{"distance_m": 266.5, "duration_s": 19}, {"distance_m": 1204.0, "duration_s": 95}]}
+    reference = json.dumps({"start": [-122.08406, 37.42202], "summary": {"distance_m": 266.5, "duration_s": 19}})
+    produced = [-122.08406, 37.42202, 266.5, 19]
+    criteria = ["Step 1 returns a route whose start is [-122.08406, 37.42202]"]
+    last = value_keys([266.5, 19])  # what the directions alone answer with
+    checks = answer_checks(reference, produced, criteria, rows=rows, last=last)
+    assert [c.value for c in checks] == [-122.08406, 37.42202, 266.5]
+    assert 1204.0 in checks[-1].competitors  # the other route's distance
+    # a check from the last call already; a write (its effect shows the last call); no value of the last call
+    assert [c.value for c in answer_checks(reference, produced, ["It gives 266.5 m"], rows=rows, last=last)] == [266.5]
+    write = answer_checks(reference, produced, criteria, rows=rows, any_value=False, last=last)
+    assert [c.value for c in write] == [-122.08406, 37.42202]
+    assert len(answer_checks(reference, produced[:2], criteria, rows=rows, last=last)) == 2
 
 
 def test_a_value_one_check_asks_for_is_no_competitor_of_another():

@@ -10,7 +10,7 @@ from factory.envs.bundle import Bundle
 from factory.envs.importers import import_agent_world
 from factory.models import ToolCall
 from factory.tasks.agent_world import import_agent_world_tasks
-from factory.tasks.criteria import asked_facts, stated_facts
+from factory.tasks.criteria import asked_facts, contradicted, stated_facts
 from factory.tasks.filter import judge
 from factory.verify.scoring import environment_session_factory, replay_calls
 
@@ -116,3 +116,58 @@ def test_a_field_the_question_asks_for_by_name_and_the_reference_states_is_a_fac
     assert stated_facts(json.dumps({"close": 11.35}), chain, [BARS], question, []) == [(11.35, ANY)]
     counted = {"count": 2, **BARS}
     assert 2 not in [v for v, _ in stated_facts(json.dumps(counted), chain, [counted], question + " count", [])]
+
+
+FAILED = {"operation": {"id": "op_2", "status": "failed", "error_code": "validation_invalid_locations"}}
+SUCCEEDED = {"operation": {"id": "op_1", "status": "succeeded"}}
+ROUTE = [ToolCall(tool="geocode_address", args={}), ToolCall(tool="get_directions", args={})]
+
+
+def test_a_step_that_answers_otherwise_than_its_criterion_says_contradicts_it():
+    """The released chain lost the coordinates it was to pass on: the provider refused them in a result that is
+    no error shape, and the reference answer is that failure."""
+    wants = ['Step 2 returns an operation with status = "succeeded".']  # counted from 1: no criterion says step 0
+    assert contradicted(wants, ROUTE, [SUCCEEDED, FAILED]) == (
+        "call 2 get_directions: status is 'failed' where a criterion wants 'succeeded'"
+    )
+    assert contradicted(wants, ROUTE, [SUCCEEDED, SUCCEEDED]) is None
+    # a criterion about every call, in the other spellings a criterion uses
+    every = ["Each tool call persists an operation record with status='succeeded'."]
+    assert contradicted(every, ROUTE, [FAILED, SUCCEEDED]).startswith("call 1 geocode_address: status is 'failed'")
+    assert contradicted(["Step 2 returns it with status: succeeded"], ROUTE, [SUCCEEDED, FAILED]) is not None
+
+
+def test_what_a_criterion_leaves_open_contradicts_nothing():
+    jobs = {"data": [{"id": "j1", "status": "running"}, {"id": "j2", "status": "queued"}]}
+    chain = [ToolCall(tool="listJobs", args={})]
+    # one record of the list reads the word or part of the words; British spelling; a field no output has; no step
+    assert contradicted(["Step 0 lists a job with status = queued"], chain, [jobs]) is None
+    assert contradicted(['Step 0 lists a job with status = "queued or running"'], chain, [jobs]) is None
+    assert contradicted(['Step 0 returns status "cancelled"'], chain, [{"status": "canceled"}]) is None
+    assert contradicted(["Step 0 returns tier = gold"], chain, [jobs]) is None
+    assert contradicted(['The job ends with status = "done"'], chain, [jobs]) is None
+    # a criterion that opens with another subject than its step; prose after "is"
+    later = ['The job queued in step 1 is returned by the final list with status == "done"']
+    assert contradicted(later, chain, [jobs]) is None
+    assert contradicted(["Step 1 returns a job whose id = the one queued"], chain, [jobs]) is None
+
+
+def test_an_imported_question_whose_replay_contradicts_a_criterion_is_dropped_with_that_reason(tmp_path):
+    bundle = tmp_path / "gateway"
+    assert import_agent_world(RELEASE / "1203006", bundle).kept
+    chain = [{"tool": "listJobs", "args": {"workspace_id": "hcs_ws_01", "status": "running"}}]
+    question = {
+        "task": "Which reindex job of workspace hcs_ws_01 is running?",
+        "reference_answer": json.dumps({"data": [{"id": "hcs_job_1"}]}),
+        "grading_rubric": {
+            "success_criteria": ['Step 0 lists a job with status = "succeeded".'],
+            "verified_tool_chain": chain,
+        },
+    }
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"env_id": "1203006", "name": "x", "tasks": [question]}))
+    result = import_agent_world_tasks(bundle, questions)
+    assert result.tasks == []
+    assert result.dropped[0].reason == (
+        "chain_fails_on_release_data: call 1 listJobs: status is 'running' where a criterion wants 'succeeded'"
+    )
