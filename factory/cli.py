@@ -95,6 +95,8 @@ def _report_gate(out: Path, report: Any) -> None:
         mark = "kept" if tr.kept else "DROPPED"
         typer.echo(f"  {name:32} {tr.passed}/{tr.cases} tests  {mark}")
     if report.kept:
+        for reason in report.reasons:  # tools that got no code, so no gate line above
+            typer.echo(f"  {reason}")
         typer.echo(f"kept: {len(report.kept_tools)} tools -> {out}")
         return
     fail("gate rejected the environment: " + "; ".join(report.reasons))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,28 @@ def test_build_env_bad_scale_is_a_usage_error(tmp_path: Path, monkeypatch: pytes
     env = runner.invoke(app, ["build-env", "online-shop", "--out", str(tmp_path / "y")])
     assert env.exit_code == 2 and "FACTORY_SEED_SCALE" in env.output
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_a_tool_that_gets_no_code_is_named_with_the_reason_when_the_rest_is_kept(tmp_path: Path):
+    tools = [
+        {
+            "name": "list_widgets",
+            "description": "Lists the widgets",
+            "inputSchema": {"type": "object", "properties": {"limit": {"type": "integer"}}},
+        },
+        {
+            "name": "git_reset",
+            "description": "Unstages all staged changes",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"repo_path": {"type": "string"}},
+                "required": ["repo_path"],
+            },
+        },
+    ]
+    source = tmp_path / "tools-list.json"
+    source.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}))
+    result = CliRunner().invoke(app, ["build-env", str(source), "--out", str(tmp_path / "widgets")])
+    assert result.exit_code == 0, result.output
+    assert "git_reset: dropped, no code generated (no operation was inferred for this tool)" in result.output
+    assert "kept: 1 tools" in result.output
