@@ -17,11 +17,12 @@ gold is the verified chain and whose rubric is built offline from what can be ch
 Free-text criteria that name no value are left to an LLM judge (a later stage). A value the question itself
 states is never an answer check (an answer that echoes the question must not pass). A chain that fails on
 replay drops its question before the filter, with `chain_fails_on_release_data: ...` when the released tool
-refused or crashed on the released data or answered otherwise than a success criterion says (status
-"failed" where it wants "succeeded"), and `import_error: ...` when our import is why (our binding or
+refused or crashed on the released data, and `import_error: ...` when our import is why (our binding or
 argument check refused it, or the gate dropped a tool the chain needs although the chain runs with it). A
 chain that needs a dropped tool is run again with every released tool bound (`release_replay`) to tell the
-two apart. The rest go through the same filter and audit as ours.
+two apart. A chain that replays but answers otherwise than a success criterion says (status "failed" where
+it wants "succeeded") is dropped as `criterion_contradicted: ...`. The rest go through the same filter and audit as
+ours.
 """
 
 from __future__ import annotations
@@ -510,7 +511,7 @@ def import_agent_world_tasks(
         for q, chain, results, rel in zip(questions, chains, ours, released, strict=True):
             why = chain_failure(spec, chain, results, dropped_tools, rel)
             if why is None and (wrong := contradicted(q.grading_rubric.success_criteria, chain, _outputs(results))):
-                why = f"chain_fails_on_release_data: {wrong}"
+                why = f"criterion_contradicted: {wrong}"
             if why is None:
                 rebind = partial(rebind_created_ids, session_factory, question=q.task)
                 gold = with_lookups(spec, session_factory, chain, q.task, rebind)

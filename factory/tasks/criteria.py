@@ -160,11 +160,12 @@ _EVERY_CALL = re.compile(r"^\W*(?:each|every|all)\b[^.]*\b(?:calls?|steps?|tools
 def contradicted(criteria: list[str], chain: list[ToolCall], outputs: list[Any]) -> str | None:
     """Where the replay shows what a criterion says a step does not: "Step 3 returns an operation with status =
     "succeeded"" and the replayed step's operation reads `failed` (the released chain lost the coordinates it
-    was to pass on, so the provider refused them). Such a chain fails on the released data although every call
-    answered; its reference answer is that failure. Only a criterion that opens with its step ("Step 3 ...",
-    "get_directions returns ...", "Each tool call ...") is read this way: "the session expired in step 2 is
-    closed in the final list" speaks of another. Only a field that says where a record stands (a status, a
-    state) is compared, and only where no record of the step's output reads the wanted word or a part of it."""
+    was to pass on, so the provider refused them). Such a chain replays, every call answers, and it still fails
+    its own rubric on the released data: its reference answer is that failure. Only a criterion that opens with
+    its step ("Step 3 ...", "get_directions returns ...", "Each tool call ...") is read this way: "the session
+    expired in step 2 is closed in the final list" speaks of another. Only a field that says where a record
+    stands (a status, a state) is compared, and only where no record of the step's output reads the wanted word
+    or a part of it."""
     base = 0 if any(_STEP_ZERO.search(c) for c in criteria) else 1
     for criterion in criteria:
         mentions = _mentions(criterion, chain, base)

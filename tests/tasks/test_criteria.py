@@ -169,5 +169,5 @@ def test_an_imported_question_whose_replay_contradicts_a_criterion_is_dropped_wi
     result = import_agent_world_tasks(bundle, questions)
     assert result.tasks == []
     assert result.dropped[0].reason == (
-        "chain_fails_on_release_data: call 1 listJobs: status is 'running' where a criterion wants 'succeeded'"
+        "criterion_contradicted: call 1 listJobs: status is 'running' where a criterion wants 'succeeded'"
     )
