@@ -24,7 +24,11 @@ Stating is lenient in form and strict in value:
 - lists: every item stated, in any order unless the order was asked; a JSON list holds exactly the items.
 - named values: every value stated; where the answer names the same key, under that key.
 - JSON answers are decoded and read like prose: {"cancelled": 11} states 11.
-Negation is not read: "not shipped" states "shipped"; a check of the final state carries that meaning.
+The one or two words a negation governs ("not succeeded yet", "isn't 5", "instead of ord_0003", "no longer
+pending") are rejected, not stated, in a verdict: an honest "still queued, not succeeded" states no competitor,
+and "not A, not B" states neither A nor B. Farther words are read ("is not in the succeeded state" states it), and a
+value that is itself a negation ("not started") is looked for in the whole text. `answer_contains` reads no
+negation: it also tells what a question mentions.
 
 `judge_answer` is the verdict on an answer; `answer_contains` is containment of one value in a text (also used
 to see what a question already says); `answers_match` is equality of two values (state values, whole answers).
@@ -460,10 +464,29 @@ def judge_answer(
         return False, missing
     text = _as_text(given)
     own = [_as_text(v) for v in _leaves(expected)]
-    stated = [c for c in competitors if not any(answer_contains(t, c) for t in own) and answer_contains(text, c)]
+    stated = [
+        c
+        for c in competitors
+        if not any(answer_contains(t, c) for t in own) and _find(_claimed(text, c), c) is not None
+    ]
     if stated:
         return False, "also states " + _listed(stated)
     return True, ""
+
+
+_NEGATED = re.compile(
+    r"(?<!\w)(?:not|no|never|neither|nor|without|\w+n[\u2019']t|instead\s+of|rather\s+than)"
+    r"((?:[ \t]+[^\s,;:.!?()\[\]{}]+){1,2})",
+    re.IGNORECASE,
+)
+
+
+def _claimed(text: str, value: Any) -> str:
+    """The text less the words its negations govern, blanked in place; the whole text for a flag or a value that
+    is itself a negation."""
+    if _as_bool(value) is not None or _NEGATED.search(_as_text(value).replace("_", " ") + " x"):
+        return text
+    return _NEGATED.sub(lambda m: m.group()[: m.start(1) - m.start()] + " " * len(m.group(1)), text)
 
 
 def _decoded(answer: Any) -> Any:
@@ -513,7 +536,8 @@ def _missing(expected: Any, given: Any, ordered: bool) -> str:
         return _missing_named(expected, given)
     if isinstance(expected, list | tuple):
         return _missing_items(list(expected), given, ordered)
-    return "" if _find(_as_text(given), expected) is not None else "does not state " + _listed([expected])
+    text = _as_text(given)
+    return "" if _find(_claimed(text, expected), expected) is not None else "does not state " + _listed([expected])
 
 
 def _missing_named(expected: dict[str, Any], given: Any) -> str:

@@ -18,7 +18,7 @@ Attacks (must fail):
   looks answers to any count: a question whose checked answer is 0 rewards not looking);
 - `attack_dump`, `attack_hedge`, `attack_wrong_answer`: the gold's calls with, as the answer, every row of the
   tables holding the answer's values; the answer plus competing values (other rows' values of the same column,
-  numeric neighbours); a perturbed answer;
+  numeric neighbours), and every one of them negated ("not 45, not 44, not 46"); a perturbed answer;
 - `attack_other_rows`: the gold plus each of its writes repeated on a row the gold left alone;
 - `attack_destructive`: the gold plus a delete, a status transition or a status update on a row it left alone;
 - `attack_spray`: the gold plus each of its writes applied to every row of the table;
@@ -622,7 +622,21 @@ def _hedge(case: _Case) -> list[Probe] | str:
         text = f"It is {_plain(value)}, or possibly " + " or ".join(map(_plain, others)) + "." if others else ""
     if not text:
         return "no competing value for the answer"
-    return [case.probe("attack_hedge", text[:120], case.calls, case.final, text)]
+    # what a negation governs is rejected, not stated: "not A, not B" must state neither
+    negated = ", ".join(f"not {_plain(v)}" for v in [*_leaves(value), *_rejected(case)])
+    return [
+        case.probe("attack_hedge", text[:120], case.calls, case.final, text),
+        case.probe("attack_hedge", negated[:120], case.calls, case.final, negated),
+    ]
+
+
+def _rejected(case: _Case) -> list[Any]:
+    """The competitors of the answer's values, each once."""
+    out: dict[Any, Any] = {}
+    for v in _leaves(case.value):
+        for c in _competitors(case, v):
+            out.setdefault(_key(c), c)
+    return list(out.values())
 
 
 def _perturb(value: Any, column_values: list[Any]) -> Any:

@@ -42,6 +42,7 @@ JUDGED = [
             (1004.07, "1004.0712", [], True),  # more decimals that round to the expected ones
             (-5, "Balance: -$5.00", [], True),
             (5, "- 5 (a bullet, not a sign)", [], True),
+            (6, "not 5 but 6", [5, 7], True),  # a number negated is no hedge
             (11, '{"cancelled": 11}', [10, 12], True),  # a JSON object reads like prose
             (11, {"cancelled": 11}, [10, 12], True),
             (5, "On 2024-03-05 at 10:04 we had 5 visits", [4, 6], True),  # digits of dates and times are not numbers
@@ -108,7 +109,14 @@ JUDGED = [
             ("in_progress", "It is IN PROGRESS now", [], True),
             ("pro_0001", "It is PRO_0001.", ["pro_0002"], True),
             ("ord_0003", "Order ord_0003 for $45.00, shipped", ["ord_0001", "ord_0002", 44.0], True),
-            ("shipped", "not shipped", [], True),  # negation is not read: the state check carries it
+            ("shipped", "not shipped", [], False),  # what a negation governs is rejected, not stated
+            ("queued", "Still queued, not succeeded yet.", ["succeeded"], True),  # nor is it a hedge
+            ("queued", "It isn't succeeded: queued", ["succeeded"], True),
+            ("pro_0001", "not pro_0001, not pro_0002", ["pro_0002"], False),  # negating every one states none
+            ("not started", "Status: not started", ["started"], True),  # a value that is a negation itself
+            ("not_started", "Status: not started", ["started"], True),
+            ("started", "Status: not started", ["not started"], False),
+            ("queued", "not in the succeeded state; queued", ["succeeded"], False),  # farther words are read
             ("cancelled", "canceled", [], True),  # British and American spellings state one word
             ("organisation", "The Organization", [], True),
             ("filed", "filled", [], False),  # other words do not

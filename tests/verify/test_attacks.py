@@ -12,6 +12,7 @@ import pytest
 
 from factory.lexicon import TIMESTAMP_COLUMNS
 from factory.models import Snapshot, Task, ToolCall
+from factory.verify.answers import judge_answer
 from factory.verify.attacks import (
     ATTACKS,
     VARIANTS,
@@ -326,9 +327,12 @@ def test_answer_attacks_keep_the_gold_calls_and_change_only_the_answer(cancel_pr
     (dump,) = probes.named("attack_dump")
     assert dump.calls == task.gold and dump.final == gold.replay.final and dump.answer is not None
     assert all(f'"id": "{o["id"]}"' in dump.answer for o in gold.replay.final.tables["orders"])
-    (hedge,) = probes.named("attack_hedge")
+    hedge, negated = probes.named("attack_hedge")
     assert hedge.answer is not None and hedge.answer.startswith("It is cancelled, or possibly ")
     assert any(s in hedge.answer for s in ("pending", "paid", "shipped", "delivered"))
+    # every candidate negated, the answer too: "not A, not B" states none of them
+    assert negated.answer is not None and negated.answer.startswith("not cancelled, not ")
+    assert not judge_answer("cancelled", negated.answer, competitors=["pending", "paid", "shipped", "delivered"])[0]
     assert [p.answer for p in probes.named("attack_wrong_answer")] == wrong_answers("cancelled")
 
 
