@@ -58,6 +58,7 @@ _NUMBER_TOKEN = re.compile(
     rf"(?<!\w)(?<![A-Za-z_][-\u2212])(?<!\d[.,])(?P<num>{_NUM})(?![\d_])(?![.,]\d)(?P<pct>\s?(?:%|percent\b))?",
     re.IGNORECASE,
 )
+_DECIMAL_THEN_COMMA = re.compile(r"(\d\.\d+),(?=[-\u2212]?\d)")
 _WHOLE_NUMBER = re.compile(
     rf"^(?:(?:{_UNIT_WORDS})\s*)?(?P<sign>[-+\u2212])?\s*[{_CURRENCY}]?\s*(?P<sign2>[-+\u2212])?\s*(?P<num>{_NUM})"
     rf"\s*(?P<pct>%|percent)?\s*(?:{_UNIT_WORDS})?$"
@@ -414,6 +415,8 @@ def _numbers(text: str) -> tuple[tuple[int, Decimal, int, bool], ...]:
     masked = text
     for pattern in [*_DATE_PATTERNS, _TIME]:
         masked = pattern.sub(lambda m: " " * len(m.group()), masked)
+    # a comma after a decimal part separates two numbers ("-122.08406,37.42202"), no thousands
+    masked = _DECIMAL_THEN_COMMA.sub(lambda m: m.group(1) + " ", masked)
     out = []
     for m in _NUMBER_TOKEN.finditer(masked):
         raw = m.group("num").replace(",", "")
@@ -464,11 +467,7 @@ def judge_answer(
         return False, missing
     text = _as_text(given)
     own = [_as_text(v) for v in _leaves(expected)]
-    stated = [
-        c
-        for c in competitors
-        if not any(answer_contains(t, c) for t in own) and _find(_claimed(text, c), c) is not None
-    ]
+    stated = [c for c in competitors if not any(answer_contains(t, c) for t in own) and _claims(text, c) is not None]
     if stated:
         return False, "also states " + _listed(stated)
     return True, ""
@@ -479,6 +478,11 @@ _NEGATED = re.compile(
     r"((?:[ \t]+[^\s,;:.!?()\[\]{}]+){1,2})",
     re.IGNORECASE,
 )
+
+
+def _claims(text: str, value: Any) -> int | None:
+    """Where `text` states `value` other than under a negation (see `_claimed`), or None."""
+    return _find(_claimed(text, value), value)
 
 
 def _claimed(text: str, value: Any) -> str:
@@ -537,13 +541,13 @@ def _missing(expected: Any, given: Any, ordered: bool) -> str:
     if isinstance(expected, list | tuple):
         return _missing_items(list(expected), given, ordered)
     text = _as_text(given)
-    return "" if _find(_claimed(text, expected), expected) is not None else "does not state " + _listed([expected])
+    return "" if _claims(text, expected) is not None else "does not state " + _listed([expected])
 
 
 def _missing_named(expected: dict[str, Any], given: Any) -> str:
     keyed = {normalize_text(str(k)): _as_text(v) for k, v in given.items()} if isinstance(given, dict) else {}
     text = _as_text(given)
-    absent = [k for k, v in expected.items() if _find(keyed.get(normalize_text(str(k)), text), v) is None]
+    absent = [k for k, v in expected.items() if _claims(keyed.get(normalize_text(str(k)), text), v) is None]
     return "" if not absent else "does not state " + ", ".join(f"{k} {_listed([expected[k]])}" for k in absent)
 
 
@@ -553,12 +557,12 @@ def _missing_items(expected: list[Any], given: Any, ordered: bool) -> str:
             return f"lists {len(given)} items, not {len(expected)}"
         texts = [_as_text(g) for g in given]
         if ordered:
-            ok = all(_find(t, e) is not None for e, t in zip(expected, texts, strict=True))
+            ok = all(_claims(t, e) is not None for e, t in zip(expected, texts, strict=True))
         else:
-            ok = _perfect_matching(expected, texts, lambda e, t: _find(t, e) is not None)
+            ok = _perfect_matching(expected, texts, lambda e, t: _claims(t, e) is not None)
         return "" if ok else "the items are not " + _listed(expected)
     text = _as_text(given)
-    places = {i: _find(text, e) for i, e in enumerate(expected)}
+    places = {i: _claims(text, e) for i, e in enumerate(expected)}
     absent = [expected[i] for i, at in places.items() if at is None]
     if absent:
         return "does not state " + _listed(absent)

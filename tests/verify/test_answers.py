@@ -43,6 +43,8 @@ JUDGED = [
             (-5, "Balance: -$5.00", [], True),
             (5, "- 5 (a bullet, not a sign)", [], True),
             (6, "not 5 but 6", [5, 7], True),  # a number negated is no hedge
+            (37.42202, "[-122.08406,37.42202]", [38.42202], True),  # a comma after a decimal part separates
+            (-122.08406, "-122.08406,37.42202", [], True),
             (11, '{"cancelled": 11}', [10, 12], True),  # a JSON object reads like prose
             (11, {"cancelled": 11}, [10, 12], True),
             (5, "On 2024-03-05 at 10:04 we had 5 visits", [4, 6], True),  # digits of dates and times are not numbers
@@ -140,6 +142,9 @@ JUDGED = [
             (["pro_0001", "pro_0002"], ["pro_0001", "pro_0001"], [], False),  # each item counts once
             (["a", "b"], ["a", "b", "c"], [], False),  # a JSON list holds exactly the items
             (["a", "b"], "a", [], False),
+            (["pro_0001", "pro_0002"], "not pro_0001, not pro_0002, not pro_0003", ["pro_0003"], False),  # negated
+            (["pro_0001", "pro_0002"], '["not pro_0001", "not pro_0002"]', ["pro_0003"], False),
+            (["pro_0001", "pro_0002"], "pro_0001 and pro_0002, not pro_0003", ["pro_0003"], True),
         ],
     ),
     *_rule(
@@ -150,6 +155,7 @@ JUDGED = [
             ({"customer_id": "cus_0003", "total": 120.5}, '{"customer_id": "cus_0003", "total": 120.5}', [], True),
             ({"customer_id": "cus_0003", "total": 120.5}, "Customer cus_0004 spent $120.50.", [], False),
             ({"customer_id": "cus_0003", "total": 120.5}, {"customer_id": "cus_0003"}, [], False),
+            ({"customer_id": "cus_0003", "total": 120.5}, "not cus_0003, not cus_0004; $120.50", ["cus_0004"], False),
             (
                 {"customer_id": "cus_0003", "total": 120.5},
                 {"customer_id": "cus_0004", "runner_up": "cus_0003", "total": 120.5},
