@@ -44,7 +44,7 @@ from factory.models import Difficulty, EnvSpec, Lineage, RubricCheck, Task, Tool
 from factory.pipeline.code_versions import cached_code_version
 from factory.pipeline.registry import TASKS
 from factory.tasks.choices import path_fields, solver_choices
-from factory.tasks.criteria import asked_facts, contradicted, stated_facts
+from factory.tasks.criteria import asked_facts, contradicted, question_gives, stated_facts
 from factory.tasks.end_state import end_state_check
 from factory.tasks.filter import Solver, checked_values, value_key, value_keys
 from factory.tasks.lookups import with_lookups
@@ -161,7 +161,7 @@ def answer_checks(
         if isinstance(value, bool) or value is None or (isinstance(value, str) and len(value.strip()) < 2):
             continue
         mark = json.dumps(value)
-        if mark in seen or not answer_contains(reference, value) or (question and answer_contains(question, value)):
+        if mark in seen or not answer_contains(reference, value) or question_gives(question, value):
             continue
         seen.add(mark)
         criterion = next((c for c in criteria if answer_contains(_STEP_REFS.sub(" ", c), value)), "")

@@ -7,7 +7,8 @@ speaks of ("Step 2", 0- or 1-based as the question's criteria count, or a tool's
 step's output matter; a field whose last word the question asks for (`source_url` for "URLs", `commit_sha` for
 "SHA") is a fact the answer must state, taken from the one record of that output the field is on, or the one
 record the criterion or the question names a value of. Ids, statuses and types are never asked this way (a
-user wants the thing, not its bookkeeping), nor are prose, timestamps, or values the question states.
+user wants the thing, not its bookkeeping), nor are prose, timestamps, or values the question states
+(a name run together in a handle it gives counts as stated).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from factory.verify.state import json_leaves
 
 _STEP = re.compile(r"\bsteps?\s*#?(\d+)\b", re.IGNORECASE)
 _STEP_ZERO = re.compile(r"\bsteps?\s*#?0\b", re.IGNORECASE)
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
 # Words of a field name that say what a record is or where it stands, not a fact someone asks for.
 _NOT_ASKED = {"id", "ids", "key", "status", "state", "type", "kind", "at", "is", "has", "data", "items", "item"}
 
@@ -87,13 +89,24 @@ def _named_record(records: list[dict[str, Any]], texts: list[str]) -> dict[str, 
     return named[0] if len(named) == 1 else None
 
 
+def question_gives(question: str, value: Any) -> bool:
+    """Whether the question states `value`, or a name of two or more words run together in one of its words: the
+    handle jayrivera.bsky.social gives the display name "Jay Rivera" away, so stating it shows no lookup."""
+    if answer_contains(question, value):
+        return True
+    if not isinstance(value, str) or len(value.split()) < 2:
+        return False
+    joined = _NOT_ALNUM.sub("", value.lower())
+    return len(joined) >= 6 and any(joined in _NOT_ALNUM.sub("", w) for w in question.lower().split())
+
+
 def _statable(value: Any, question: str) -> bool:
     """A value an answer states as it is: no prose, timestamp or flag, nor one the question already gives."""
     if value is None or isinstance(value, bool | dict | list):
         return False
     if isinstance(value, str) and (len(value.strip()) < 2 or len(value.split()) >= 3 or parse_date(value)):
         return False
-    return not answer_contains(question, value)
+    return not question_gives(question, value)
 
 
 def asked_facts(criteria: list[str], chain: list[ToolCall], outputs: list[Any], question: str) -> list[tuple[Any, str]]:

@@ -119,6 +119,15 @@ def test_answer_checks_prefer_values_a_criterion_names():
     assert [(c.value, c.description) for c in checks] == [("2025-03-15", "due on 2025-03-15")]
 
 
+def test_answer_checks_skip_a_name_the_question_gives_run_together():
+    reference = "Jay Rivera (jayrivera.bsky.social) has 1840 followers."
+    question = "Who is jayrivera.bsky.social and how many followers do they have?"
+    checks = answer_checks(reference, ["Jay Rivera", 1840], [], question=question)
+    assert [c.value for c in checks] == [1840]
+    plain = answer_checks(reference, ["Jay Rivera", 1840], [], question="Who is jr1?")
+    assert "Jay Rivera" in [c.value for c in plain]  # a handle that does not spell it gives nothing away
+
+
 def test_a_criterion_s_step_references_name_no_value():
     reference = json.dumps({"data": [{"id": "L0006", "count": 0}], "total": 3})
     criteria = ["Step 0 returns loan L0006 in data[0] for the id $1.data.0.id", "Call 3 confirms it"]

@@ -10,7 +10,7 @@ from factory.envs.bundle import Bundle
 from factory.envs.importers import import_agent_world
 from factory.models import ToolCall
 from factory.tasks.agent_world import import_agent_world_tasks
-from factory.tasks.criteria import asked_facts, contradicted, stated_facts
+from factory.tasks.criteria import asked_facts, contradicted, question_gives, stated_facts
 from factory.tasks.filter import judge
 from factory.verify.scoring import environment_session_factory, replay_calls
 
@@ -171,3 +171,25 @@ def test_an_imported_question_whose_replay_contradicts_a_criterion_is_dropped_wi
     assert result.dropped[0].reason == (
         "criterion_contradicted: call 1 listJobs: status is 'running' where a criterion wants 'succeeded'"
     )
+
+
+def test_a_name_the_question_gives_run_together_is_given():
+    question = "Look up the Bluesky account jayrivera.bsky.social and tell me its display name."
+    for value, given in [
+        ("Jay Rivera", True),  # the handle spells it
+        ("jayrivera.bsky.social", True),
+        ("Jay Riviera", False),
+        ("Rivera", False),  # one word: a name the handle contains is not the whole of it
+        ("J R", False),  # too short to tell
+        (42, False),
+    ]:
+        assert question_gives(question, value) is given, value
+    chain = [ToolCall(tool="get_profile", args={"actor": "jayrivera.bsky.social"})]
+    outputs = [{"handle": "jayrivera.bsky.social", "display_name": "Jay Rivera", "follower_count": 1840}]
+    criteria = ["Step 1 returns the profile's display_name and follower_count"]
+    asked = question.replace("display name", "display name and follower count")
+    assert [v for v, _ in asked_facts(criteria, chain, outputs, asked)] == [1840]  # not the name the handle gives
+    assert [v for v, _ in asked_facts(criteria, chain, outputs, asked.replace("jayrivera", "jr1"))] == [
+        "Jay Rivera",
+        1840,
+    ]
