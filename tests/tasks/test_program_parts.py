@@ -105,6 +105,21 @@ def test_a_selection_rules_the_voided_rows_it_reads_and_codes_its_reading():
     assert paid.ruled(ROWS, random.Random(0)) == paid  # it reads no voided row
 
 
+PET = EntitySpec(name="pet", table="pets", fields=[F(name="id", primary_key=True), F(name="name"), F(name="tag")])
+
+
+def test_a_text_field_whose_values_repeat_names_kinds_of_rows_and_a_name_does_not():
+    """Nothing else to filter pets on: a tag held by several pets is a kind, a tag on one pet is no condition,
+    and names, which rarely repeat, give none."""
+    tags = ["health", "ideas", "health", "todo", "ideas", "finance", "health", "home", "ideas", "work"]
+    rows = [{"id": i, "name": ["Lucy", "Max"][i % 2] if i < 2 else f"Pet {i}", "tag": t} for i, t in enumerate(tags)]
+    found = conditions(PET, rows, random.Random(0))
+    assert [(c.field, c.value) for c in found] == [("tag", "health"), ("tag", "ideas")]
+    assert [c.phrase() for c in found] == ['whose tag is "health"', 'whose tag is "ideas"']
+    spread = [dict(r, tag=f"tag {r['id']}") if r["id"] > 3 else r for r in rows]  # 8 tags on 10 pets: labels
+    assert conditions(PET, spread, random.Random(0)) == []
+
+
 def test_a_missing_value_matches_no_condition():
     for c in (Condition("total", "<", 5, "total"), Condition("placed", "after", "2000-01-01", "placed")):
         assert not c.test({"id": "ord_x"})

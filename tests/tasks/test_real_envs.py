@@ -200,6 +200,24 @@ def test_the_memory_server_s_entities_give_program_tasks(tmp_path_factory, monke
 
 
 @needs_real
+def test_the_petstore_s_pets_give_program_tasks_by_tag(tmp_path_factory, monkeypatch):
+    """The petstore's pets have nothing to filter on but a free-text tag that several pets share: programs
+    count or list the pets of one tag, answered from every pet (the listing's default page shows 10)."""
+    monkeypatch.delenv("FACTORY_DIFFICULTY", raising=False)
+    petstore = _real_env(tmp_path_factory, "openapi/oai-v3.0-petstore.yaml")
+    result = synthesize_tasks(petstore, n=4, seed=0, kind="program")
+    assert result.tasks, nothing_kept(result)
+    with Environment.open(petstore) as env, env.session() as s:
+        pets = s.snapshot().tables["pets"]
+    for task in result.tasks:
+        tag = re.search(r'tag is "(\w+)"', task.question)
+        assert tag, task.question
+        ids = sorted(p["id"] for p in pets if p["tag"] == tag.group(1))
+        assert 2 <= len(ids) < len(pets)
+        assert task.answer in (len(ids), ids), (task.question, task.answer, ids)
+
+
+@needs_real
 def test_memory_walks_add_an_observation_to_the_entity_they_found(tmp_path_factory):
     """A walk over the memory server finds an entity and adds an observation to it through the batch tool
     (`observations=[{entityName, contents}]`); the task holds that entity's list to the text the question

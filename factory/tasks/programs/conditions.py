@@ -282,13 +282,14 @@ MAX_KINDS = 6  # a text field with at most this many distinct values names kinds
 
 
 def _kinds(e: EntitySpec, rows: Rows, exclude: tuple[str, ...]) -> list[Condition]:
-    """`<field> == value` for each value of a plain text field that holds few distinct values, each of them
-    on two rows or more (a free-text field, unlike an enum's, is read as it is)."""
+    """`<field> == value` for each value on two rows or more of a plain text field that holds few distinct
+    values: at most MAX_KINDS, or at most one per two rows (a pet's tag), so a name or free text, whose values
+    rarely repeat, is no kind (unlike an enum's, the field is read as it is)."""
     out: list[Condition] = []
     for f in e.fields:
         if f.primary_key or f.name in exclude or f.type != "string" or f.format in ("list", "json") or f.unique:
             continue
         counts = Counter(r.get(f.name) for r in rows if isinstance(r.get(f.name), str))
-        if 2 <= len(counts) <= MAX_KINDS and min(counts.values()) >= 2:
-            out += [Condition(f.name, "==", value, words(f.name)) for value in sorted(counts)]
+        if 2 <= len(counts) <= max(MAX_KINDS, len(rows) // 2):
+            out += [Condition(f.name, "==", value, words(f.name)) for value, c in sorted(counts.items()) if c >= 2]
     return out
