@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime, time
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 TRUE_WORDS = frozenset({"true", "yes"})
@@ -467,7 +468,8 @@ def judge_answer(
         return False, missing
     text = _as_text(given)
     own = [_as_text(v) for v in _leaves(expected)]
-    stated = [c for c in competitors if not any(answer_contains(t, c) for t in own) and _claims(text, c) is not None]
+    claimed = (c for c in competitors if not any(answer_contains(t, c) for t in own) and _claims(text, c) is not None)
+    stated = list(islice(claimed, MAX_LISTED + 1))  # the detail names MAX_LISTED: a dump of every row stops early
     if stated:
         return False, "also states " + _listed(stated)
     return True, ""
@@ -490,6 +492,12 @@ def _claimed(text: str, value: Any) -> str:
     is itself a negation."""
     if _as_bool(value) is not None or _NEGATED.search(_as_text(value).replace("_", " ") + " x"):
         return text
+    return _unnegated(text)
+
+
+@lru_cache(maxsize=64)
+def _unnegated(text: str) -> str:
+    """`text` with the words its negations govern blanked: once per answer, not once per competitor."""
     return _NEGATED.sub(lambda m: m.group()[: m.start(1) - m.start()] + " " * len(m.group(1)), text)
 
 

@@ -192,6 +192,20 @@ def test_the_detail_says_why():
     assert judge_answer(["a", "b"], "b") == (False, 'does not state "a"')
 
 
+def test_a_dump_that_states_every_competitor_is_judged_from_the_first_it_states(monkeypatch):
+    """A dump of an API-sized state states hundreds of competitors; checking each of them against its half a
+    megabyte took 14 s, past the sandboxed verifier's limit, so the probes batched with it failed too. The
+    verdict names MAX_LISTED of them, and no more are looked for."""
+    looked = []
+    claims = answers._claims
+    monkeypatch.setattr(answers, "_claims", lambda text, value: looked.append(value) or claims(text, value))
+    competitors = list(range(100, 400))
+    dump = "\n".join(f'{{"id": "row_{i}", "amount": {c}, "note": "not shipped"}}' for i, c in enumerate(competitors))
+    ok, detail = judge_answer(11, dump + "\nThe answer is 11.", competitors=competitors)
+    assert (ok, detail) == (False, "also states 100, 101, 102, 103, 104, ...")
+    assert [v for v in looked if v in competitors] == competitors[: answers.MAX_LISTED + 1]
+
+
 def test_the_order_counts_only_when_asked():
     assert judge_answer(["a", "b"], "b, a") == (True, "")
     assert judge_answer(["a", "b"], "First a, then b.", ordered=True) == (True, "")
