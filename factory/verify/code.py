@@ -204,7 +204,8 @@ def run_code_verifier_each(
     """`run_code_verifier` for many (final, answer) pairs against one initial state, BATCH_SIZE per sandbox
     call. Each case gets its own copies of both states, so a verifier that changes its input cannot change
     the next verdict (rows of plain values are copied, a quarter of what unmarshalling the state again costs
-    on an API-sized one); an exception fails only its case; a sandbox fault fails its batch."""
+    on an API-sized one); an exception fails only its case. A batch the sandbox cannot finish (a case past the
+    time limit) is judged again case by case, so the fault fails only the cases that cause it."""
     problems = check_verifier_source(source)
     if problems:
         return [_failed("verifier_source", "; ".join(problems)) for _ in cases]
@@ -213,15 +214,22 @@ def run_code_verifier_each(
     verdicts: list[Verdict] = []
     for i in range(0, len(cases), BATCH_SIZE):
         batch = [[_change(before, _tables_of(final)), answer] for final, answer in cases[i : i + BATCH_SIZE]]
-        value, failed = _run(runner, source + _BATCH_SOURCE, BATCH_ENTRY, {"initial": start, "cases": batch})
-        if failed is None and not (isinstance(value, list) and len(value) == len(batch)):
-            failed = _failed("verifier_result", f"the batch returned {type(value).__name__}, not {len(batch)} results")
-        if failed is not None:
-            verdicts += [failed] * len(batch)
-            continue
-        for item in value:
-            if isinstance(item, dict) and "raised" in item:
-                verdicts.append(_failed("verifier_error", f"verifier raised: exception: {item['raised']}"))
-            else:
-                verdicts.append(verdict_from_result(item.get("ok") if isinstance(item, dict) else item))
+        verdicts += _judge_batch(runner, source, start, batch)
+    return verdicts
+
+
+def _judge_batch(runner: Runner | None, source: str, start: bytes, batch: list[list[Any]]) -> list[Verdict]:
+    value, failed = _run(runner, source + _BATCH_SOURCE, BATCH_ENTRY, {"initial": start, "cases": batch})
+    if failed is None and not (isinstance(value, list) and len(value) == len(batch)):
+        failed = _failed("verifier_result", f"the batch returned {type(value).__name__}, not {len(batch)} results")
+    if failed is not None:
+        if len(batch) > 1:
+            return [v for case in batch for v in _judge_batch(runner, source, start, [case])]
+        return [failed]
+    verdicts = []
+    for item in value:
+        if isinstance(item, dict) and "raised" in item:
+            verdicts.append(_failed("verifier_error", f"verifier raised: exception: {item['raised']}"))
+        else:
+            verdicts.append(verdict_from_result(item.get("ok") if isinstance(item, dict) else item))
     return verdicts

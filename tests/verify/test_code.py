@@ -183,6 +183,27 @@ def test_many_verdicts_in_few_calls_each_on_its_own_initial_state():
     assert INITIAL.tables["orders"] == [{"id": 1, "total": 70}] and TAGS == [{"id": 1, "labels": ["a"]}]
 
 
+def test_a_case_that_faults_its_batch_fails_alone():
+    """A dump answer that runs the verifier past its time limit faulted its whole batch, so the correct variants
+    judged with it failed too; the batch is judged again case by case."""
+    calls = []
+
+    def hangs_on_dump(source: str, entry: str, kwargs: dict[str, Any]) -> ToolResult:
+        calls.append(len(kwargs["cases"]))
+        if any(answer == "dump" for _, answer in kwargs["cases"]):
+            return ToolResult(ok=False, env_error=True, error=ToolError(code="timeout", message="ran past 10s"))
+        return sandboxed(source, entry, kwargs)
+
+    answers = ["2", "dump", "3", "2"]
+    initial = Snapshot(tables={**INITIAL.tables, "tags": TAGS})
+    cases = [(Snapshot(tables={**FINAL.tables, "tags": TAGS}), a) for a in answers]
+    verdicts = run_code_verifier_each(TOUCHY, initial, cases, runner=hangs_on_dump)
+    assert [v.passed for v in verdicts] == [True, False, False, True]
+    assert [c.detail for c in verdicts[1].checks] == ["sandbox fault: timeout: ran past 10s"]
+    assert not any("sandbox fault" in c.detail for c in verdicts[2].checks)  # "3" fails on its own answer
+    assert calls == [4, 1, 1, 1, 1]
+
+
 def test_a_batch_the_sandbox_cannot_run_fails_each_of_its_cases():
     broken = run_code_verifier_each(TOUCHY, INITIAL, [(FINAL, "2")] * 3, runner=lambda *a: ToolResult(ok=False))
     assert [v.passed for v in broken] == [False] * 3
